@@ -1,0 +1,69 @@
+import yargs from 'yargs';
+import { ConfigError } from '../errors.js';
+import { demoCommand } from './demo-command.js';
+import { imageBuildCommand } from './image-command.js';
+import { type RunArgs, runCommand } from './run-command.js';
+import { withRunFlags } from './run-options.js';
+
+export interface CliOutcome {
+  exitCode: number;
+}
+
+/**
+ * The yargs parser, built fresh per call so tests can drive it. Handlers
+ * store their exit code in `outcome`; parse failures throw ConfigError.
+ */
+export function buildParser(argv: string[], outcome: CliOutcome) {
+  return yargs(argv)
+    .scriptName('sandloop')
+    .usage('$0 <command> [options]\n\nRun an LLM agent loop on the host; every bash call runs in a throwaway Docker container.')
+    .command(
+      'run [prompt..]',
+      'Run the agent on a prompt (arguments, - for stdin, or none on a TTY for a REPL)',
+      (y) => withRunFlags(y).positional('prompt', { type: 'string', array: true, describe: 'The prompt' }),
+      async (args) => {
+        outcome.exitCode = await runCommand(args as unknown as RunArgs);
+      },
+    )
+    .command(
+      'demo',
+      "Play the seed's example prompts with a scripted model in real containers (no API key)",
+      (y) =>
+        y
+          .option('task-dir', { type: 'string', describe: 'Workspace for the demo', defaultDescription: 'a new temporary directory' })
+          .option('image', { type: 'string', describe: 'Sandbox image', defaultDescription: 'sandloop-sandbox:latest' })
+          .option('verbose', { alias: 'v', type: 'boolean', default: false, describe: 'Log every Docker step to stderr' }),
+      async (args) => {
+        outcome.exitCode = await demoCommand(args);
+      },
+    )
+    .command('image', 'Manage the sandbox image', (y) =>
+      y
+        .command(
+          'build',
+          'Build the sandbox image from sandbox.Dockerfile (bootstraps the Debian base offline when it cannot be pulled)',
+          (b) =>
+            b
+              .option('image', { type: 'string', describe: 'Tag to build', default: 'sandloop-sandbox:latest' })
+              .option('offline', { type: 'boolean', default: false, describe: 'Do not pull: bootstrap the base with debootstrap from the host\'s apt mirror' })
+              .option('mirror', { type: 'string', describe: 'Debian mirror for the offline bootstrap', defaultDescription: "the host's apt mirror" })
+              .option('quiet', { alias: 'q', type: 'boolean', default: false, describe: 'No progress output' })
+              .option('verbose', { alias: 'v', type: 'boolean', default: false, describe: 'Log every Docker step' }),
+          async (args) => {
+            outcome.exitCode = await imageBuildCommand(args);
+          },
+        )
+        .demandCommand(1, 'name an image command: build'),
+    )
+    .demandCommand(1, 'name a command: run, demo or image build')
+    .strict()
+    .help()
+    .alias('h', 'help')
+    .version()
+    .wrap(Math.min(110, process.stdout.columns || 100))
+    .showHelpOnFail(false)
+    .exitProcess(false)
+    .fail((message, err) => {
+      throw err ?? new ConfigError(message);
+    });
+}

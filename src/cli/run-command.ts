@@ -1,0 +1,98 @@
+import { createInterface } from 'node:readline/promises';
+import { ConfigError } from '../errors.js';
+import { setVerbose } from '../log.js';
+import { AgentSession } from '../session.js';
+import type { RunEvent, RunResult } from '../types.js';
+import { loadEnvironment } from './dotenv.js';
+import { EXIT, exitCodeForResult } from './exit-codes.js';
+import { abortOnSignals } from './interrupt.js';
+import { type RunFlags, runOptionsFrom } from './run-options.js';
+import { terminalSafe } from './terminal-safe.js';
+import { styleFor, textRenderer } from './text-renderer.js';
+
+export interface RunArgs extends RunFlags {
+  prompt?: string[];
+  outputFormat: 'text' | 'json' | 'stream-json';
+  quiet: boolean;
+  verbose: boolean;
+}
+
+const say = (line: string) => process.stderr.write(`${line}\n`);
+
+/** `sandloop run`: one prompt (or a REPL), then the exit code. */
+export async function runCommand(args: RunArgs): Promise<number> {
+  setVerbose(args.verbose);
+  const prompt = await promptFrom(args.prompt ?? []);
+  const controller = new AbortController();
+  const stopListening = abortOnSignals(controller, say);
+  try {
+    const session = await AgentSession.open({
+      ...runOptionsFrom(args),
+      environment: loadEnvironment(),
+      signal: controller.signal,
+      onEvent: eventSink(args),
+      onProgress: args.quiet && !args.verbose ? () => {} : (line) => say(terminalSafe(line)),
+    });
+    try {
+      if (prompt === undefined) return await repl(session, controller.signal);
+      return report(args, await session.run(prompt));
+    } finally {
+      await session.close();
+    }
+  } finally {
+    stopListening();
+  }
+}
+
+/** Arguments joined as one prompt; `-` reads stdin; nothing on a TTY means a REPL (undefined). */
+async function promptFrom(words: string[]): Promise<string | undefined> {
+  if (words.length === 1 && words[0] === '-') {
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8').trim();
+    if (!text) throw new ConfigError('the prompt read from stdin is empty');
+    return text;
+  }
+  const text = words.join(' ').trim();
+  if (text) return text;
+  if (process.stdin.isTTY) return undefined;
+  throw new ConfigError('no prompt: pass it as arguments, or - to read it from stdin');
+}
+
+function eventSink(args: RunArgs): (event: RunEvent) => void {
+  if (args.outputFormat === 'stream-json') return (event) => process.stdout.write(`${JSON.stringify(event)}\n`);
+  if (args.outputFormat === 'json' || args.quiet) return () => {};
+  return textRenderer(say, styleFor(process.stderr));
+}
+
+function report(args: RunArgs, result: RunResult): number {
+  const { messages: _history, ...summary } = result;
+  if (args.outputFormat === 'json') process.stdout.write(`${JSON.stringify(summary)}\n`);
+  if (args.outputFormat === 'text' && result.result) {
+    const answer = process.stdout.isTTY ? terminalSafe(result.result) : result.result;
+    process.stdout.write(answer.endsWith('\n') ? answer : `${answer}\n`);
+  }
+  return exitCodeForResult(result);
+}
+
+/** The seed's interactive loop: history carries over between prompts; `exit`, `q` or Ctrl-D ends it. */
+async function repl(session: AgentSession, signal: AbortSignal): Promise<number> {
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  // In raw mode Ctrl-C reaches readline, not the process: hand it to the signal handler.
+  rl.on('SIGINT', () => process.kill(process.pid, 'SIGINT'));
+  const closed = new Promise<null>((resolve) => rl.once('close', () => resolve(null)));
+  try {
+    for (;;) {
+      const line = await Promise.race([rl.question('sandloop >> ', { signal }).catch(() => null), closed]);
+      if (line === null) return signal.aborted ? EXIT.aborted : EXIT.completed;
+      const prompt = line.trim();
+      if (prompt === '') continue;
+      if (['exit', 'q', 'quit'].includes(prompt.toLowerCase())) return EXIT.completed;
+      const result = await session.run(prompt);
+      if (result.result) process.stdout.write(`${terminalSafe(result.result)}\n`);
+      if (result.status === 'aborted') return EXIT.aborted;
+    }
+  } finally {
+    rl.close();
+  }
+}

@@ -1,0 +1,13 @@
+export { AgentSession, runAgent } from './session.js';
+export type { RunOptions } from './options.js';
+export { DEFAULT_MODEL } from './options.js';
+export type { ContentBlock, ExecResult, Message, RunEvent, RunResult, RunStatus, ToolCallEvent, Usage } from './types.js';
+export type { Model, ModelRequest, ModelResponse, ModelCallOptions } from './model/model.js';
+export { AnthropicModel, type AnthropicModelOptions } from './model/anthropic-model.js';
+export { ScriptedModel, type ScriptedTurn } from './model/scripted-model.js';
+export type { Sandbox, ExecOptions } from './sandbox/sandbox.js';
+export { DockerSandbox, type DockerSandboxOptions } from './sandbox/docker-sandbox.js';
+export { buildSandboxImage, DEFAULT_IMAGE, type BuildImageOptions } from './sandbox/image.js';
+export { connectDocker } from './sandbox/docker-client.js';
+export { runLoop, type LoopOptions, type LoopOutcome } from './loop/agent-loop.js';
+export { AbortedError, ConfigError, DockerUnavailableError, ImageBuildError, ModelError, SandboxError } from './errors.js';

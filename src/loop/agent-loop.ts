@@ -1,0 +1,168 @@
+import { AbortedError, ModelError, errorMessage } from '../errors.js';
+import type { Model } from '../model/model.js';
+import type { Sandbox } from '../sandbox/sandbox.js';
+import { addUsage, emptyUsage } from '../types.js';
+import type { ContentBlock, Message, RunEvent, RunStatus, ToolCallEvent, ToolResultBlock, ToolUseBlock, Usage } from '../types.js';
+import { BASH_TOOL_NAME, bashTool, parseBashInput } from './bash-tool.js';
+import { mapLimit } from './map-limit.js';
+import { toolResultText } from './tool-result-text.js';
+
+/** Claude Code's wording: resume without a recap. */
+export const RESUME_PROMPT =
+  'Output token limit hit. Resume directly, with no apology and no recap of what you were doing. Pick up mid-thought if that is where the cut happened.';
+export const MAX_TOKENS_RECOVERIES = 3;
+
+export interface LoopOptions {
+  model: Model;
+  sandbox: Sandbox;
+  system: string;
+  /** Most model calls this episode may make. */
+  maxTurns: number;
+  /** `max_tokens` sent with each request. */
+  maxTokens: number;
+  /** Default and cap for each bash call's timeout, in seconds. */
+  timeoutSeconds: number;
+  /** Most bash calls of one turn that run at once. */
+  parallel: number;
+  /** Tell the model /workspace is read-only. */
+  readOnlyWorkspace?: boolean;
+  signal: AbortSignal;
+  onEvent: (event: RunEvent) => void;
+}
+
+export interface LoopOutcome {
+  status: RunStatus;
+  result: string;
+  turns: number;
+  toolCalls: number;
+  usage: Usage;
+  error?: string;
+  /** For `error`: the API's error type, e.g. `authentication_error`. */
+  errorType?: string;
+}
+
+/**
+ * The agent loop: call the model, run the tools it asks for, feed the results
+ * back, stop when it asks for none. `messages` must end with the user's prompt;
+ * the loop appends to it in place, so a REPL can carry it to the next prompt.
+ * Every way out is a status decided here; this function does not throw.
+ */
+export async function runLoop(messages: Message[], options: LoopOptions): Promise<LoopOutcome> {
+  const { model, signal, onEvent } = options;
+  const tools = [bashTool(options.readOnlyWorkspace)];
+  const usage = emptyUsage();
+  let turns = 0;
+  let toolCalls = 0;
+  let recoveries = 0;
+  let text = '';
+  const end = (status: RunStatus, error?: unknown): LoopOutcome => ({
+    status,
+    result: text,
+    turns,
+    toolCalls,
+    usage,
+    ...(error !== undefined ? { error: errorMessage(error), errorType: error instanceof ModelError ? error.kind : 'internal' } : {}),
+  });
+
+  for (;;) {
+    if (signal.aborted) return end('aborted');
+    if (turns >= options.maxTurns) return end('max_turns');
+    turns++;
+    const turn = turns;
+    let response;
+    try {
+      response = await model.complete(
+        { system: options.system, messages, tools, maxTokens: options.maxTokens },
+        { signal, onRetry: (n) => onEvent({ type: 'retry', turn, attempt: n.attempt, delay_ms: n.delayMs, reason: n.reason }) },
+      );
+    } catch (err) {
+      if (err instanceof AbortedError || signal.aborted) return end('aborted');
+      return end('error', err);
+    }
+    addUsage(usage, response.usage);
+    messages.push({ role: 'assistant', content: response.content });
+    onEvent({ type: 'assistant', turn, message: { content: response.content, stop_reason: response.stopReason, usage: response.usage } });
+
+    const replyText = textOf(response.content);
+    // A reply cut at max_tokens continues the text of the one before it.
+    text = recoveries > 0 ? text + replyText : replyText;
+
+    // Continue on content, not on stop_reason: a reply holding tool_use blocks needs its results.
+    const toolUses = response.content.filter((b): b is ToolUseBlock => b.type === 'tool_use');
+    if (toolUses.length === 0) {
+      if (response.stopReason !== 'max_tokens') return end('completed');
+      if (recoveries >= MAX_TOKENS_RECOVERIES) {
+        return end('max_tokens');
+      }
+      recoveries++;
+      messages.push({ role: 'user', content: [{ type: 'text', text: RESUME_PROMPT }] });
+      continue;
+    }
+    recoveries = 0;
+
+    const results = await mapLimit(toolUses, options.parallel, (use) => runTool(use, turn, options));
+    toolCalls += toolUses.length;
+    messages.push({ role: 'user', content: results });
+  }
+}
+
+async function runTool(use: ToolUseBlock, turn: number, options: LoopOptions): Promise<ToolResultBlock> {
+  const { onEvent } = options;
+  const fail = (error: string, command: string | null): ToolResultBlock => {
+    onEvent(failedCall(turn, use.id, command, error));
+    return { type: 'tool_result', tool_use_id: use.id, content: error, is_error: true };
+  };
+  if (use.name !== BASH_TOOL_NAME) return fail(`Unknown tool "${use.name}". The only tool is "${BASH_TOOL_NAME}".`, null);
+  const input = parseBashInput(use.input, options.timeoutSeconds);
+  if ('error' in input) return fail(input.error, null);
+  if (options.signal.aborted) return fail('Not run: the user cancelled the run.', input.command);
+
+  onEvent({ type: 'tool_start', turn, tool_use_id: use.id, command: input.command });
+  try {
+    const result = await options.sandbox.exec(input.command, { timeoutSeconds: input.timeoutSeconds, signal: options.signal });
+    onEvent({
+      type: 'tool_call',
+      turn,
+      tool_use_id: use.id,
+      command: result.command,
+      exit_code: result.exitCode,
+      stdout: result.stdout,
+      stderr: result.stderr,
+      timed_out: result.timedOut,
+      oom_killed: result.oomKilled,
+      truncated: result.truncated,
+      duration_ms: result.durationMs,
+      container_id: result.containerId,
+      is_error: false,
+    });
+    return { type: 'tool_result', tool_use_id: use.id, content: toolResultText(result) };
+  } catch (err) {
+    return fail(`The sandbox failed to run the command: ${errorMessage(err)}`, input.command);
+  }
+}
+
+function failedCall(turn: number, id: string, command: string | null, error: string): ToolCallEvent {
+  return {
+    type: 'tool_call',
+    turn,
+    tool_use_id: id,
+    command,
+    exit_code: null,
+    stdout: '',
+    stderr: '',
+    timed_out: false,
+    oom_killed: false,
+    truncated: false,
+    duration_ms: 0,
+    container_id: null,
+    is_error: true,
+    error,
+  };
+}
+
+function textOf(content: ContentBlock[]): string {
+  return content
+    .filter((b): b is Extract<ContentBlock, { type: 'text' }> => b.type === 'text')
+    .map((b) => b.text)
+    .join('');
+}

@@ -1,0 +1,171 @@
+import type Docker from 'dockerode';
+import { runLoop } from './loop/agent-loop.js';
+import { buildSystemPrompt } from './loop/system-prompt.js';
+import { AnthropicModel } from './model/anthropic-model.js';
+import type { Model } from './model/model.js';
+import { ScriptedModel } from './model/scripted-model.js';
+import { type ResolvedOptions, type RunOptions, resolveOptions } from './options.js';
+import { TranscriptWriter } from './report/transcript.js';
+import { connectDocker } from './sandbox/docker-client.js';
+import { DockerSandbox } from './sandbox/docker-sandbox.js';
+import { DEFAULT_IMAGE, ensureImage } from './sandbox/image.js';
+import { newRunId } from './sandbox/labels.js';
+import type { Message, RunEvent, RunResult } from './types.js';
+
+/**
+ * One sandbox and one conversation: `run` a prompt, then another that sees
+ * the history (the REPL), then `close` to remove every container.
+ *
+ * @example
+ * await using session = await AgentSession.open({ taskDir: '.' });
+ * const first = await session.run('List the Python files here');
+ * const second = await session.run('Now count their lines');
+ */
+export class AgentSession {
+  readonly messages: Message[] = [];
+  private readonly transcript?: TranscriptWriter;
+  private closed = false;
+
+  private constructor(
+    readonly runId: string,
+    readonly options: ResolvedOptions,
+    private readonly model: Model,
+    private readonly sandbox: DockerSandbox,
+    private readonly signal: AbortSignal,
+    private readonly onEvent: (event: RunEvent) => void,
+    transcriptPath?: string,
+  ) {
+    if (transcriptPath) this.transcript = new TranscriptWriter(transcriptPath);
+  }
+
+  /** Validate options (ConfigError), find Docker (DockerUnavailableError), make sure the image exists. */
+  static async open(options: RunOptions): Promise<AgentSession> {
+    const resolved = resolveOptions(options, DEFAULT_IMAGE);
+    const model = makeModel(resolved);
+    const docker: Docker = options.docker ?? (await connectDocker());
+    await ensureImage(docker, resolved.image, options.onProgress ?? (() => {}));
+    const runId = options.runId ?? newRunId();
+    const uid = process.getuid?.();
+    const sandbox = new DockerSandbox({
+      docker,
+      runId,
+      image: resolved.image,
+      taskDir: resolved.taskDir,
+      network: resolved.network,
+      memoryBytes: resolved.memoryBytes,
+      cpus: resolved.cpus,
+      pids: resolved.pids,
+      env: resolved.env,
+      user: uid !== undefined && uid !== 0 ? `${uid}:${process.getgid?.()}` : undefined,
+      maxOutput: resolved.maxOutput,
+    });
+    const session = new AgentSession(
+      runId,
+      resolved,
+      model,
+      sandbox,
+      options.signal ?? new AbortController().signal,
+      options.onEvent ?? (() => {}),
+      options.transcript,
+    );
+    session.emit({
+      type: 'system',
+      subtype: 'init',
+      run_id: runId,
+      model: model.name,
+      scripted: model instanceof ScriptedModel,
+      task_dir: resolved.taskDir,
+      image: resolved.image,
+      max_turns: resolved.maxTurns,
+    });
+    return session;
+  }
+
+  get modelName(): string {
+    return this.model.name;
+  }
+
+  /** Run one prompt to its end. Never throws for what happens inside the loop: see `status`. */
+  async run(prompt: string): Promise<RunResult> {
+    const started = Date.now();
+    appendUserText(this.messages, prompt);
+    this.emit({ type: 'user', turn: 0, text: prompt });
+    const outcome = await runLoop(this.messages, {
+      model: this.model,
+      sandbox: this.sandbox,
+      system: buildSystemPrompt(this.options),
+      maxTurns: this.options.maxTurns,
+      maxTokens: this.options.maxTokens,
+      timeoutSeconds: this.options.timeoutSeconds,
+      parallel: this.options.parallel,
+      signal: this.signal,
+      onEvent: (event) => this.emit(event),
+    });
+    const result: RunResult = {
+      status: outcome.status,
+      result: outcome.result,
+      turns: outcome.turns,
+      tool_calls: outcome.toolCalls,
+      usage: outcome.usage,
+      duration_ms: Date.now() - started,
+      run_id: this.runId,
+      model: this.model.name,
+      ...(outcome.error !== undefined ? { error: outcome.error, error_type: outcome.errorType } : {}),
+      messages: this.messages,
+    };
+    const { messages: _history, ...summary } = result;
+    this.emit({ type: 'result', ...summary });
+    return result;
+  }
+
+  /** Kill and remove every container of this run. Safe to call twice. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      await this.sandbox.close();
+    } finally {
+      this.transcript?.close();
+    }
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  private emit(event: RunEvent): void {
+    this.transcript?.write(event);
+    this.onEvent(event);
+  }
+}
+
+function makeModel(o: ResolvedOptions): Model {
+  if (typeof o.model !== 'string') return o.model;
+  if (o.model.startsWith('scripted:')) return ScriptedModel.fromFile(o.model.slice('scripted:'.length));
+  return new AnthropicModel({ model: o.model, apiKey: o.apiKey, baseURL: o.baseURL, maxRetries: o.maxRetries });
+}
+
+/** A new prompt after tool results joins that user message: roles must alternate. */
+function appendUserText(messages: Message[], text: string): void {
+  const last = messages.at(-1);
+  if (last?.role === 'user') last.content.push({ type: 'text', text });
+  else messages.push({ role: 'user', content: [{ type: 'text', text }] });
+}
+
+/**
+ * Run one episode: the prompt, the loop, every bash call in a fresh container,
+ * and cleanup of every container on the way out.
+ *
+ * @example
+ * import { runAgent } from 'sandloop';
+ * const result = await runAgent({ prompt: 'Create hello.py that prints Hello', taskDir: './work' });
+ * console.log(result.status, result.result);
+ */
+export async function runAgent(options: RunOptions & { prompt: string }): Promise<RunResult> {
+  const session = await AgentSession.open(options);
+  try {
+    return await session.run(options.prompt);
+  } finally {
+    await session.close();
+  }
+}

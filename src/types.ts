@@ -1,0 +1,141 @@
+/**
+ * The nouns of sandloop. These are plain data shapes shared by the loop, the
+ * model adapters, the sandbox and the reports. Field names of everything that
+ * is printed as JSON follow the Anthropic API and `claude -p` (snake_case).
+ */
+
+/** A content block as the Messages API speaks it (the subset sandloop uses). */
+export type ContentBlock =
+  | { type: 'text'; text: string }
+  | { type: 'tool_use'; id: string; name: string; input: unknown }
+  | { type: 'tool_result'; tool_use_id: string; content: string; is_error?: boolean }
+  | { type: 'thinking'; thinking: string; signature: string }
+  | { type: 'redacted_thinking'; data: string };
+
+export type ToolUseBlock = Extract<ContentBlock, { type: 'tool_use' }>;
+export type ToolResultBlock = Extract<ContentBlock, { type: 'tool_result' }>;
+
+export interface Message {
+  role: 'user' | 'assistant';
+  content: ContentBlock[];
+}
+
+/** Token counts, summed over a run. */
+export interface Usage {
+  input_tokens: number;
+  output_tokens: number;
+  cache_creation_input_tokens: number;
+  cache_read_input_tokens: number;
+}
+
+export function emptyUsage(): Usage {
+  return { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
+}
+
+export function addUsage(total: Usage, more: Partial<Usage> | undefined): void {
+  if (!more) return;
+  total.input_tokens += more.input_tokens ?? 0;
+  total.output_tokens += more.output_tokens ?? 0;
+  total.cache_creation_input_tokens += more.cache_creation_input_tokens ?? 0;
+  total.cache_read_input_tokens += more.cache_read_input_tokens ?? 0;
+}
+
+/** A tool the model may call, in the Messages API's shape. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  input_schema: Record<string, unknown>;
+}
+
+/**
+ * The outcome of one command in the sandbox. Every way a command can end is
+ * data here; the sandbox throws only when it could not run the command at all.
+ * When several reasons apply, the first one wins: aborted, timed out, OOM, exit.
+ */
+export interface ExecResult {
+  command: string;
+  /** The process's exit code; 124 on timeout (like timeout(1)); 137 on a kill. */
+  exitCode: number;
+  /** Captured stdout, already cut to the cap with a marker line in the middle. */
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+  oomKilled: boolean;
+  /** The run was aborted (Ctrl-C) while this command ran. */
+  aborted: boolean;
+  /** Some output was left out (see the marker line in stdout/stderr). */
+  truncated: boolean;
+  durationMs: number;
+  containerId: string;
+  /** The timeout that applied, in seconds. */
+  timeoutSeconds: number;
+}
+
+/** Why a run ended. Decided in one place: the loop. */
+export type RunStatus = 'completed' | 'max_turns' | 'max_tokens' | 'error' | 'aborted';
+
+/** What `runAgent` returns and what `--output-format json` prints. */
+export interface RunResult {
+  status: RunStatus;
+  /** The final assistant text (the last reply's text blocks). */
+  result: string;
+  /** Model calls made. */
+  turns: number;
+  tool_calls: number;
+  usage: Usage;
+  duration_ms: number;
+  run_id: string;
+  model: string;
+  /** Set when status is `error`: what failed, in one line. */
+  error?: string;
+  /** Set when status is `error`: the API's error type (`rate_limit_error`, `authentication_error` ...). */
+  error_type?: string;
+  /** The whole conversation, so a REPL can carry history to the next prompt. */
+  messages: Message[];
+}
+
+/**
+ * What happens during a run, in order. `--output-format stream-json` prints
+ * these one per line and `--transcript` writes them as JSONL.
+ */
+export type RunEvent =
+  | {
+      type: 'system';
+      subtype: 'init';
+      run_id: string;
+      model: string;
+      scripted: boolean;
+      task_dir: string;
+      image: string;
+      max_turns: number;
+    }
+  | { type: 'user'; turn: number; text: string }
+  | {
+      type: 'assistant';
+      turn: number;
+      message: { content: ContentBlock[]; stop_reason: string | null; usage: Partial<Usage> };
+    }
+  | { type: 'tool_start'; turn: number; tool_use_id: string; command: string }
+  | ToolCallEvent
+  | { type: 'retry'; turn: number; attempt: number; delay_ms: number; reason: string }
+  | ({ type: 'result' } & Omit<RunResult, 'messages'>);
+
+export interface ToolCallEvent {
+  type: 'tool_call';
+  turn: number;
+  tool_use_id: string;
+  /** The command, or null when the tool input had no usable command. */
+  command: string | null;
+  exit_code: number | null;
+  stdout: string;
+  stderr: string;
+  timed_out: boolean;
+  oom_killed: boolean;
+  truncated: boolean;
+  duration_ms: number;
+  container_id: string | null;
+  /** The tool_result was sent with is_error (bad input, unknown tool, sandbox failure). */
+  is_error: boolean;
+  /** Why the call failed before it ran, when it did. */
+  error?: string;
+}
