@@ -15,15 +15,19 @@ interface Strategy {
   client(): Docker | undefined;
 }
 
-/** Ordered like testcontainers-node: DOCKER_HOST, the default socket, then rootless and desktop sockets. */
+/**
+ * Ordered like testcontainers-node: DOCKER_HOST, the default socket, then
+ * rootless and desktop sockets. A DOCKER_HOST that is set is the only choice:
+ * silently using another daemon than the one named would surprise.
+ */
 function strategies(): Strategy[] {
   const socket = (label: string, path: string | undefined): Strategy => ({
     label: `${label} ${path ?? '(unset)'}`,
     client: () => (path && existsSync(path) ? new Docker({ socketPath: path }) : undefined),
   });
   const host = process.env.DOCKER_HOST;
+  if (host) return [{ label: `DOCKER_HOST=${host}`, client: () => new Docker() }];
   return [
-    { label: `DOCKER_HOST=${host ?? '(unset)'}`, client: () => (host ? new Docker() : undefined) },
     socket('socket', '/var/run/docker.sock'),
     socket('rootless socket', process.env.XDG_RUNTIME_DIR && join(process.env.XDG_RUNTIME_DIR, 'docker.sock')),
     socket('desktop socket', join(homedir(), '.docker', 'run', 'docker.sock')),
