@@ -61,8 +61,9 @@ clear_stale_pidfile() {
 }
 
 show_log_tail() {
-  log "last lines of $DOCKERD_LOG:"
-  "${SUDO[@]}" tail -n 50 "$DOCKERD_LOG" >&2 2>/dev/null || log "(no log at $DOCKERD_LOG)"
+  local n=${1:-50}
+  log "last $n lines of $DOCKERD_LOG:"
+  "${SUDO[@]}" tail -n "$n" "$DOCKERD_LOG" >&2 2>/dev/null || log "(no log at $DOCKERD_LOG)"
 }
 
 if docker_answers; then
@@ -103,6 +104,7 @@ for attempt in $(seq 1 "$DOCKER_START_ATTEMPTS"); do
   log "starting dockerd (attempt $attempt/$DOCKER_START_ATTEMPTS), log in $DOCKERD_LOG"
   # setsid + nohup: the daemon lives on after this script and its caller exit.
   # sh -c prints the daemon's pid (setsid and nohup exec in place, so $! is dockerd).
+  # shellcheck disable=SC2016  # expanded by the inner sh, on purpose
   dpid=$("${SUDO[@]}" sh -c 'echo "=== dockerd start $(date -u +%Y-%m-%dT%H:%M:%SZ) ===" >>"$1"
                              setsid nohup dockerd >>"$1" 2>&1 </dev/null &
                              echo $!' sh "$DOCKERD_LOG")
@@ -129,8 +131,10 @@ for attempt in $(seq 1 "$DOCKER_START_ATTEMPTS"); do
     for _ in $(seq 1 20); do pid_alive "$dpid" || break; sleep 1; done
     pid_alive "$dpid" && { "${SUDO[@]}" kill -KILL "$dpid" 2>/dev/null || true; sleep 2; }
   fi
-  show_log_tail
-  sleep $((attempt * 2))
+  if ((attempt < DOCKER_START_ATTEMPTS)); then
+    show_log_tail 5
+    sleep $((attempt * 2))
+  fi
 done
 
 show_log_tail

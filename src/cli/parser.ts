@@ -22,7 +22,10 @@ export function buildParser(argv: string[], outcome: CliOutcome) {
       'Run the agent on a prompt (arguments, - for stdin, or none on a TTY for a REPL)',
       (y) => withRunFlags(y).positional('prompt', { type: 'string', array: true, describe: 'The prompt' }),
       async (args) => {
-        outcome.exitCode = await runCommand(args as unknown as RunArgs);
+        // yargs drops a lone '-' positional, so look for it in the raw arguments.
+        const words = (args.prompt as string[] | undefined) ?? [];
+        const prompt = words.length === 0 && argv.includes('-') ? ['-'] : words;
+        outcome.exitCode = await runCommand({ ...(args as unknown as RunArgs), prompt });
       },
     )
     .command(
