@@ -2,27 +2,27 @@ import type { Argv } from 'yargs';
 import type { RunOptions } from '../options.js';
 
 /**
- * The flags shared by `run` and `demo`. Numbers are taken as strings so that
- * validation can quote exactly what was given ("got 'abc'", not "got NaN").
+ * The flags of `run`. Numeric flags have no yargs type, so that validation can
+ * quote exactly what was given ("got 'abc'", not "got NaN").
  */
 export function withRunFlags<T>(y: Argv<T>) {
   return y
     .option('task-dir', { type: 'string', describe: 'Directory mounted read-write at /workspace', defaultDescription: 'current directory' })
     .option('model', { type: 'string', describe: 'Model id, or scripted:FILE to play pre-written turns', defaultDescription: 'MODEL_ID, then claude-sonnet-4-5' })
-    .option('max-turns', { type: 'string', describe: 'Most model calls in one run', defaultDescription: '50' })
-    .option('max-tokens', { type: 'string', describe: 'max_tokens of each model call', defaultDescription: '8192' })
-    .option('timeout', { type: 'string', describe: 'Seconds before a bash call is killed (also caps the model\'s own timeout)', defaultDescription: '120' })
-    .option('max-output', { type: 'string', describe: 'Characters of stdout+stderr the model sees per call (head and tail kept)', defaultDescription: '30000' })
+    .option('max-turns', { requiresArg: true, describe: 'Most model calls in one run', defaultDescription: '50' })
+    .option('max-tokens', { requiresArg: true, describe: 'max_tokens of each model call', defaultDescription: '8192' })
+    .option('timeout', { requiresArg: true, describe: 'Seconds before a bash call is killed (also caps the model\'s own timeout)', defaultDescription: '120' })
+    .option('max-output', { requiresArg: true, describe: 'Characters of stdout+stderr the model sees per call (head and tail kept)', defaultDescription: '30000' })
     .option('network', { type: 'string', describe: 'Container network: none or bridge', defaultDescription: 'none' })
     .option('memory', { type: 'string', describe: 'Memory limit per container, no swap', defaultDescription: '1g' })
-    .option('cpus', { type: 'string', describe: 'CPU limit per container', defaultDescription: '1' })
-    .option('pids', { type: 'string', describe: 'Process limit per container', defaultDescription: '256' })
+    .option('cpus', { requiresArg: true, describe: 'CPU limit per container', defaultDescription: '1' })
+    .option('pids', { requiresArg: true, describe: 'Process limit per container', defaultDescription: '256' })
     .option('env', { type: 'string', array: true, describe: 'KEY=VALUE to set in the container (repeatable); nothing else enters' })
     .option('image', { type: 'string', describe: 'Sandbox image', defaultDescription: 'sandloop-sandbox:latest' })
     .option('system', { type: 'string', describe: 'Replace the system prompt' })
     .option('append-system', { type: 'string', describe: 'Append to the system prompt' })
-    .option('parallel', { type: 'string', describe: 'Most bash calls of one turn run at once', defaultDescription: '4' })
-    .option('max-retries', { type: 'string', describe: 'Retries of a failed model call (429, 5xx, 529, dropped streams)', defaultDescription: '6' })
+    .option('parallel', { requiresArg: true, describe: 'Most bash calls of one turn run at once', defaultDescription: '4' })
+    .option('max-retries', { requiresArg: true, describe: 'Retries of a failed model call (429, 5xx, 529, dropped streams)', defaultDescription: '6' })
     .option('transcript', { type: 'string', describe: 'Write every event as JSONL to FILE' })
     .option('output-format', { choices: ['text', 'json', 'stream-json'] as const, default: 'text' as const, describe: 'text: progress on stderr, answer on stdout; json: one result object; stream-json: one event per line' })
     .option('quiet', { alias: 'q', type: 'boolean', default: false, describe: 'No progress on stderr' })
@@ -32,20 +32,20 @@ export function withRunFlags<T>(y: Argv<T>) {
 export interface RunFlags {
   taskDir?: string;
   model?: string;
-  maxTurns?: string;
-  maxTokens?: string;
-  timeout?: string;
-  maxOutput?: string;
+  maxTurns?: string | number;
+  maxTokens?: string | number;
+  timeout?: string | number;
+  maxOutput?: string | number;
   network?: string;
   memory?: string;
-  cpus?: string;
-  pids?: string;
+  cpus?: string | number;
+  pids?: string | number;
   env?: string[];
   image?: string;
   system?: string;
   appendSystem?: string;
-  parallel?: string;
-  maxRetries?: string;
+  parallel?: string | number;
+  maxRetries?: string | number;
   transcript?: string;
 }
 
