@@ -77,21 +77,24 @@ function report(args: RunArgs, result: RunResult): number {
 
 /** The seed's interactive loop: history carries over between prompts; `exit`, `q` or Ctrl-D ends it. */
 async function repl(session: AgentSession, signal: AbortSignal): Promise<number> {
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  const rl = createInterface({ input: process.stdin, output: process.stderr, prompt: 'sandloop >> ' });
   // In raw mode Ctrl-C reaches readline, not the process: hand it to the signal handler.
   rl.on('SIGINT', () => process.kill(process.pid, 'SIGINT'));
-  const closed = new Promise<null>((resolve) => rl.once('close', () => resolve(null)));
+  signal.addEventListener('abort', () => rl.close(), { once: true });
   try {
-    for (;;) {
-      const line = await Promise.race([rl.question('sandloop >> ', { signal }).catch(() => null), closed]);
-      if (line === null) return signal.aborted ? EXIT.aborted : EXIT.completed;
+    rl.prompt();
+    // The async iterator buffers lines typed (or piped) while a prompt runs.
+    for await (const line of rl) {
       const prompt = line.trim();
-      if (prompt === '') continue;
-      if (['exit', 'q', 'quit'].includes(prompt.toLowerCase())) return EXIT.completed;
-      const result = await session.run(prompt);
-      if (result.result) process.stdout.write(`${terminalSafe(result.result)}\n`);
-      if (result.status === 'aborted') return EXIT.aborted;
+      if (['exit', 'q', 'quit'].includes(prompt.toLowerCase())) break;
+      if (prompt !== '') {
+        const result = await session.run(prompt);
+        if (result.result) process.stdout.write(`${terminalSafe(result.result)}\n`);
+        if (result.status === 'aborted') return EXIT.aborted;
+      }
+      rl.prompt();
     }
+    return signal.aborted ? EXIT.aborted : EXIT.completed;
   } finally {
     rl.close();
   }

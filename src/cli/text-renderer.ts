@@ -29,11 +29,15 @@ export function textRenderer(write: (line: string) => void, style: Style): (even
         write(style.dim(`sandloop ${event.run_id} · model ${event.model} · ${event.task_dir} → /workspace · image ${event.image}`));
         if (event.scripted) write(style.yellow(`scripted model: the model's turns are replayed from a file, not generated; the commands really run.`));
         break;
-      case 'assistant':
-        for (const block of event.message.content) {
+      case 'assistant': {
+        // The final reply's text is the answer, printed on stdout; show only the narration between tool calls.
+        const content = event.message.content;
+        if (!content.some((b) => b.type === 'tool_use')) break;
+        for (const block of content) {
           if (block.type === 'text' && block.text.trim()) write(terminalSafe(block.text.trim()));
         }
         break;
+      }
       case 'tool_start':
         write(style.bold(`$ ${terminalSafe(oneLine(event.command))}`));
         break;
