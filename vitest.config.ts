@@ -6,7 +6,8 @@ export default defineConfig({
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 10_000,
     hookTimeout: 600_000,
-    // Docker tests share one daemon with 2 cores; keep file-level parallelism modest.
-    maxWorkers: 2,
+    // One file at a time: Docker tests share one daemon, and the cleanup tests
+    // watch for leftovers that another file's start-up sweep would remove.
+    fileParallelism: false,
   },
 });

@@ -45,6 +45,8 @@ export interface RunOptions {
   parallel?: number | string;
   /** Retries of a failed model call. Default 6. */
   maxRetries?: number | string;
+  /** Start each call's container ahead of time (the warm pool). Default true. */
+  warm?: boolean;
   /** Write every event as JSONL to this file, as the run goes. */
   transcript?: string;
   /** Cancels the run: running containers are killed and the status is `aborted`. */
@@ -82,6 +84,7 @@ export interface ResolvedOptions {
   appendSystem?: string;
   parallel: number;
   maxRetries: number;
+  warm: boolean;
 }
 
 /** Validate at the edge, with messages that quote what was given. Throws ConfigError. */
@@ -115,6 +118,7 @@ export function resolveOptions(o: RunOptions, defaultImage: string): ResolvedOpt
     appendSystem: o.appendSystem,
     parallel: positiveInt(o.parallel, 4, '--parallel'),
     maxRetries: nonNegativeInt(o.maxRetries, 6, '--max-retries'),
+    warm: o.warm ?? true,
   };
 }
 

@@ -10,6 +10,8 @@ import { connectDocker } from './sandbox/docker-client.js';
 import { DockerSandbox } from './sandbox/docker-sandbox.js';
 import { DEFAULT_IMAGE, ensureImage } from './sandbox/image.js';
 import { newRunId } from './sandbox/labels.js';
+import { sweepOrphans } from './sandbox/reaper.js';
+import { sweepStaleChannels } from './sandbox/fifo-channel.js';
 import type { Message, RunEvent, RunResult } from './types.js';
 
 /**
@@ -43,6 +45,7 @@ export class AgentSession {
     const resolved = resolveOptions(options, DEFAULT_IMAGE);
     const model = makeModel(resolved);
     const docker: Docker = options.docker ?? (await connectDocker());
+    await Promise.all([sweepOrphans(docker), sweepStaleChannels()]);
     await ensureImage(docker, resolved.image, options.onProgress ?? (() => {}));
     const runId = options.runId ?? newRunId();
     const uid = process.getuid?.();
@@ -58,6 +61,8 @@ export class AgentSession {
       env: resolved.env,
       user: uid !== undefined && uid !== 0 ? `${uid}:${process.getgid?.()}` : undefined,
       maxOutput: resolved.maxOutput,
+      warm: resolved.warm,
+      pool: { maxReady: Math.max(2, resolved.parallel) },
     });
     const session = new AgentSession(
       runId,

@@ -1,8 +1,6 @@
 import yargs from 'yargs';
 import { ConfigError } from '../errors.js';
-import { demoCommand } from './demo-command.js';
-import { imageBuildCommand } from './image-command.js';
-import { type RunArgs, runCommand } from './run-command.js';
+import type { RunArgs } from './run-command.js';
 import { withRunFlags } from './run-options.js';
 
 export interface CliOutcome {
@@ -16,6 +14,8 @@ export interface CliOutcome {
 export function buildParser(argv: string[], outcome: CliOutcome) {
   return yargs(argv)
     .scriptName('sandloop')
+    // --no-warm is a flag of its own, not the negation of a --warm.
+    .parserConfiguration({ 'boolean-negation': false })
     .usage('$0 <command> [options]\n\nRun an LLM agent loop on the host; every bash call runs in a throwaway Docker container.')
     .command(
       'run [prompt..]',
@@ -25,6 +25,7 @@ export function buildParser(argv: string[], outcome: CliOutcome) {
         // yargs drops a lone '-' positional, so look for it in the raw arguments.
         const words = (args.prompt as string[] | undefined) ?? [];
         const prompt = words.length === 0 && argv.includes('-') ? ['-'] : words;
+        const { runCommand } = await import('./run-command.js');
         outcome.exitCode = await runCommand({ ...(args as unknown as RunArgs), prompt });
       },
     )
@@ -37,6 +38,7 @@ export function buildParser(argv: string[], outcome: CliOutcome) {
           .option('image', { type: 'string', describe: 'Sandbox image', defaultDescription: 'sandloop-sandbox:latest' })
           .option('verbose', { alias: 'v', type: 'boolean', default: false, describe: 'Log every Docker step to stderr' }),
       async (args) => {
+        const { demoCommand } = await import('./demo-command.js');
         outcome.exitCode = await demoCommand(args);
       },
     )
@@ -53,12 +55,26 @@ export function buildParser(argv: string[], outcome: CliOutcome) {
               .option('quiet', { alias: 'q', type: 'boolean', default: false, describe: 'No progress output' })
               .option('verbose', { alias: 'v', type: 'boolean', default: false, describe: 'Log every Docker step' }),
           async (args) => {
+            const { imageBuildCommand } = await import('./image-command.js');
             outcome.exitCode = await imageBuildCommand(args);
           },
         )
         .demandCommand(1, 'name an image command: build'),
     )
-    .demandCommand(1, 'name a command: run, demo or image build')
+    .command(
+      'gc',
+      'Remove containers left behind by sandloop runs that are gone (crashed or killed)',
+      (y) =>
+        y
+          .option('dry-run', { type: 'boolean', default: false, describe: 'List what would be removed; remove nothing' })
+          .option('all', { type: 'boolean', default: false, describe: 'Every sandloop container, including those of runs still going' })
+          .option('verbose', { alias: 'v', type: 'boolean', default: false, describe: 'Log every Docker step' }),
+      async (args) => {
+        const { gcCommand } = await import('./gc-command.js');
+        outcome.exitCode = await gcCommand(args);
+      },
+    )
+    .demandCommand(1, 'name a command: run, demo, gc or image build')
     .strict()
     .help()
     .alias('h', 'help')

@@ -23,6 +23,7 @@ export function withRunFlags<T>(y: Argv<T>) {
     .option('append-system', { type: 'string', describe: 'Append to the system prompt' })
     .option('parallel', { requiresArg: true, describe: 'Most bash calls of one turn run at once', defaultDescription: '4' })
     .option('max-retries', { requiresArg: true, describe: 'Retries of a failed model call (429, 5xx, 529, dropped streams)', defaultDescription: '6' })
+    .option('no-warm', { type: 'boolean', default: false, describe: 'Do not start containers ahead of time: each call creates its own (slower)' })
     .option('transcript', { type: 'string', describe: 'Write every event as JSONL to FILE' })
     .option('output-format', { choices: ['text', 'json', 'stream-json'] as const, default: 'text' as const, describe: 'text: progress on stderr, answer on stdout; json: one result object; stream-json: one event per line' })
     .option('quiet', { alias: 'q', type: 'boolean', default: false, describe: 'No progress on stderr' })
@@ -47,6 +48,7 @@ export interface RunFlags {
   parallel?: string | number;
   maxRetries?: string | number;
   transcript?: string;
+  noWarm?: boolean;
 }
 
 export function runOptionsFrom(flags: RunFlags): RunOptions {
@@ -68,5 +70,6 @@ export function runOptionsFrom(flags: RunFlags): RunOptions {
     parallel: flags.parallel,
     maxRetries: flags.maxRetries,
     transcript: flags.transcript,
+    warm: !flags.noWarm,
   };
 }

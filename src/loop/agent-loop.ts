@@ -4,7 +4,7 @@ import type { Sandbox } from '../sandbox/sandbox.js';
 import { addUsage, emptyUsage } from '../types.js';
 import type { ContentBlock, Message, RunEvent, RunStatus, ToolCallEvent, ToolResultBlock, ToolUseBlock, Usage } from '../types.js';
 import { BASH_TOOL_NAME, bashTool, parseBashInput } from './bash-tool.js';
-import { mapLimit } from './map-limit.js';
+import { createLimiter } from './limiter.js';
 import { toolResultText } from './tool-result-text.js';
 
 /** Claude Code's wording: resume without a recap. */
@@ -69,13 +69,19 @@ export async function runLoop(messages: Message[], options: LoopOptions): Promis
     if (turns >= options.maxTurns) return end('max_turns');
     turns++;
     const turn = turns;
+    const calls = new TurnCalls(turn, options);
     let response;
     try {
       response = await model.complete(
         { system: options.system, messages, tools, maxTokens: options.maxTokens },
-        { signal, onRetry: (n) => onEvent({ type: 'retry', turn, attempt: n.attempt, delay_ms: n.delayMs, reason: n.reason }) },
+        {
+          signal,
+          onRetry: (n) => onEvent({ type: 'retry', turn, attempt: n.attempt, delay_ms: n.delayMs, reason: n.reason }),
+          onToolUse: (block) => calls.start(block),
+        },
       );
     } catch (err) {
+      calls.cancelAllBut([]);
       if (err instanceof AbortedError || signal.aborted) return end('aborted');
       return end('error', err);
     }
@@ -89,20 +95,67 @@ export async function runLoop(messages: Message[], options: LoopOptions): Promis
 
     // Continue on content, not on stop_reason: a reply holding tool_use blocks needs its results.
     const toolUses = response.content.filter((b): b is ToolUseBlock => b.type === 'tool_use');
+    calls.cancelAllBut(toolUses);
     if (toolUses.length === 0) {
       if (response.stopReason !== 'max_tokens') return end('completed');
-      if (recoveries >= MAX_TOKENS_RECOVERIES) {
-        return end('max_tokens');
-      }
+      if (recoveries >= MAX_TOKENS_RECOVERIES) return end('max_tokens');
       recoveries++;
       messages.push({ role: 'user', content: [{ type: 'text', text: RESUME_PROMPT }] });
       continue;
     }
     recoveries = 0;
 
-    const results = await mapLimit(toolUses, options.parallel, (use) => runTool(use, turn, options));
+    const results = await calls.results(toolUses);
     toolCalls += toolUses.length;
     messages.push({ role: 'user', content: results });
+  }
+}
+
+/**
+ * The tool calls of one turn. A call starts as soon as its tool_use block is
+ * complete, while the reply still streams, up to `parallel` at once. Its
+ * events wait until the turn's assistant event is out, so a transcript reads
+ * in order. Calls of a failed attempt that the final reply does not hold are
+ * cancelled and left out.
+ */
+class TurnCalls {
+  private readonly started = new Map<string, { result: Promise<ToolResultBlock>; cancel: AbortController }>();
+  private readonly held: RunEvent[] = [];
+  private released = false;
+  private readonly limit: <T>(task: () => Promise<T>) => Promise<T>;
+
+  constructor(
+    private readonly turn: number,
+    private readonly options: LoopOptions,
+  ) {
+    this.limit = createLimiter(options.parallel);
+  }
+
+  start(use: ToolUseBlock): void {
+    if (this.started.has(use.id)) return;
+    const cancel = new AbortController();
+    const signal = AbortSignal.any([this.options.signal, cancel.signal]);
+    const emit = (event: RunEvent) => {
+      if (cancel.signal.aborted) return;
+      if (this.released) this.options.onEvent(event);
+      else this.held.push(event);
+    };
+    const result = this.limit(() => runTool(use, this.turn, { ...this.options, signal, onEvent: emit }));
+    this.started.set(use.id, { result, cancel });
+  }
+
+  /** Cancel calls the final reply does not hold; release the held events. */
+  cancelAllBut(keep: ToolUseBlock[]): void {
+    const ids = new Set(keep.map((u) => u.id));
+    for (const [id, call] of this.started) if (!ids.has(id)) call.cancel.abort();
+    this.released = true;
+    for (const event of this.held.splice(0)) this.options.onEvent(event);
+  }
+
+  /** One tool_result per tool_use, same ids, in request order. */
+  async results(uses: ToolUseBlock[]): Promise<ToolResultBlock[]> {
+    for (const use of uses) this.start(use);
+    return Promise.all(uses.map((use) => this.started.get(use.id)!.result));
   }
 }
 

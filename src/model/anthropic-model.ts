@@ -1,7 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AbortedError, ModelError } from '../errors.js';
-import type { ContentBlock, Usage } from '../types.js';
+import type { ContentBlock, ToolUseBlock, Usage } from '../types.js';
 import type { Model, ModelCallOptions, ModelRequest, ModelResponse } from './model.js';
 import { MAX_RETRY_DELAY_MS, backoffMs, classifyFailure } from './retry-policy.js';
 
@@ -40,7 +40,7 @@ export class AnthropicModel implements Model {
       new Anthropic({ apiKey: options.apiKey, baseURL: options.baseURL, maxRetries: 0, timeout: options.timeoutMs ?? 600_000 });
   }
 
-  async complete(request: ModelRequest, { signal, onRetry }: ModelCallOptions): Promise<ModelResponse> {
+  async complete(request: ModelRequest, { signal, onRetry, onToolUse }: ModelCallOptions): Promise<ModelResponse> {
     for (let attempt = 0; ; attempt++) {
       try {
         const stream = this.client.messages.stream(
@@ -53,6 +53,12 @@ export class AnthropicModel implements Model {
           },
           { signal, maxRetries: 0 },
         );
+        if (onToolUse) {
+          // content_block_stop: this tool call is complete and can start now.
+          stream.on('contentBlock', (block) => {
+            if (block.type === 'tool_use') onToolUse(block as ToolUseBlock);
+          });
+        }
         const message = await stream.finalMessage();
         return { content: message.content as ContentBlock[], stopReason: message.stop_reason, usage: usageOf(message.usage) };
       } catch (err) {

@@ -1,4 +1,4 @@
-import type { ContentBlock, Message, ToolSpec, Usage } from '../types.js';
+import type { ContentBlock, Message, ToolSpec, ToolUseBlock, Usage } from '../types.js';
 
 /** One request to the model: everything it needs to produce the next turn. */
 export interface ModelRequest {
@@ -28,6 +28,12 @@ export interface ModelCallOptions {
   signal: AbortSignal;
   /** Called when a request is retried after a transient failure. */
   onRetry?: (notice: RetryNotice) => void;
+  /**
+   * Called as soon as a tool_use block is complete, while the rest of the
+   * reply may still be streaming. A block of a failed attempt that is retried
+   * may be reported and then be missing from the final response.
+   */
+  onToolUse?: (block: ToolUseBlock) => void;
 }
 
 /**

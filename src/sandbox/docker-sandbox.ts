@@ -1,74 +1,132 @@
 import type { Duplex } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type Docker from 'dockerode';
 import { SandboxError, errorMessage } from '../errors.js';
 import { createLogger } from '../log.js';
 import type { ExecResult } from '../types.js';
+import { type ContainerSpec, createOptions } from './container-spec.js';
 import { withDeadline } from './deadline.js';
-import { runLabels } from './labels.js';
 import { OutputCollector, renderBoth } from './output-collector.js';
 import { removeContainer, removeRunContainers } from './reaper.js';
 import type { ExecOptions, Sandbox } from './sandbox.js';
+import { type WarmContainer, WarmPool, type WarmPoolOptions } from './warm-pool.js';
 
 const log = createLogger('docker');
 const API_MS = 30_000;
-/** After the process exits, how long the attach stream may take to deliver its last bytes. */
-const DRAIN_MS = 5_000;
+/** After the process exits, how long its output may take to arrive. */
+const DRAIN_MS = 2_000;
+/** How long a just-started warm container may take to be ready for its command. */
+const READY_MS = 5_000;
 
-export interface DockerSandboxOptions {
+export interface DockerSandboxOptions extends ContainerSpec {
   docker: Docker;
-  runId: string;
-  /** The sandbox image, e.g. `sandloop-sandbox:latest`. */
-  image: string;
-  /** Absolute host path mounted at /workspace. */
-  taskDir: string;
-  /** Mount the task dir read-only. */
-  readOnly?: boolean;
-  /** Docker network mode: `none` (default) or `bridge`. */
-  network?: string;
-  /** Memory limit in bytes; swap is disabled by setting the same value. */
-  memoryBytes: number;
-  cpus: number;
-  pids: number;
-  /** `KEY=VALUE` pairs: the only variables that enter the container. */
-  env?: string[];
-  /** `uid:gid` to run as; undefined keeps the image's user. */
-  user?: string;
   /** Characters of stdout+stderr the result may carry. */
   maxOutput: number;
-  /** Size of the tmpfs mounted at /tmp, e.g. `256m`. */
-  tmpSize?: string;
+  /** Start containers ahead of time (the warm pool). Default true. */
+  warm?: boolean;
+  /** Pool sizing; see WarmPoolOptions. */
+  pool?: Pick<WarmPoolOptions, 'minReady' | 'maxReady' | 'idleSeconds'>;
 }
 
-export const SANDBOX_HOME = '/home/sandbox';
+/** What a call went through, before it becomes an ExecResult. */
+interface Outcome {
+  exitCode: number;
+  timedOut: boolean;
+  aborted: boolean;
+  oomKilled: boolean;
+}
 
-/** One fresh container per command, removed afterwards. */
+/**
+ * One fresh container per command, removed afterwards. With the warm pool
+ * (the default) the container was created and started ahead of time and
+ * gets its command through a private FIFO channel, so the Docker API is not
+ * on the call's path; otherwise the call creates, attaches and starts one.
+ */
 export class DockerSandbox implements Sandbox {
-  private readonly live = new Set<string>();
   private readonly removals = new Set<Promise<void>>();
+  private readonly pool?: WarmPool;
 
-  constructor(private readonly options: DockerSandboxOptions) {}
+  constructor(private readonly options: DockerSandboxOptions) {
+    if (options.warm !== false) {
+      this.pool = new WarmPool({ docker: options.docker, spec: options, ...options.pool });
+      this.pool.warm();
+    }
+  }
 
   async exec(command: string, { timeoutSeconds, signal }: ExecOptions): Promise<ExecResult> {
-    const { docker } = this.options;
     const started = Date.now();
-    const container = await withDeadline(docker.createContainer(this.createOptions(command)), API_MS, 'docker create');
+    const out = new OutputCollector(this.options.maxOutput);
+    const err = new OutputCollector(this.options.maxOutput);
+    const warm = await this.pool?.take();
+    let run: { id: string; outcome: Outcome } | undefined;
+    if (warm) run = await this.execWarm(warm, command, timeoutSeconds, signal, out, err);
+    run ??= await this.execCold(command, timeoutSeconds, signal, out, err);
+    return {
+      command,
+      ...run.outcome,
+      ...renderBoth(out, err, this.options.maxOutput),
+      durationMs: Date.now() - started,
+      containerId: run.id,
+      timeoutSeconds,
+    };
+  }
+
+  /** The hot path: no Docker API call unless the command must be killed. Undefined: not ready, run cold. */
+  private async execWarm(
+    warm: WarmContainer,
+    command: string,
+    timeoutSeconds: number,
+    signal: AbortSignal | undefined,
+    out: OutputCollector,
+    err: OutputCollector,
+  ): Promise<{ id: string; outcome: Outcome } | undefined> {
+    const short = warm.id.slice(0, 12);
+    const fd = await waitReady(warm);
+    if (fd === undefined) {
+      log(`${short} warm container not ready; running cold`);
+      this.track(this.pool!.discard(warm));
+      return undefined;
+    }
+    const running = warm.channel.start(fd, command, out, err);
+    const guard = this.guard(warm.id, timeoutSeconds, signal);
+    try {
+      // Exit without a report means the runner died (killed, or OOM took it).
+      const status = await Promise.race([
+        running.status,
+        warm.exited.then(() => Promise.race([running.status, sleep(200).then(() => undefined)])),
+      ]);
+      const code = status?.exitCode ?? (await warm.exited);
+      guard.stop();
+      await withDeadline(running.drained, DRAIN_MS, 'the output channel').catch(() => {});
+      const oomKilled = guard.clean() && code === 137 && (status ? status.oomKills > 0 : await this.wasOomKilled(warm.id));
+      log(`${short} exited ${code}${guard.timedOut ? ' (timed out)' : ''}${oomKilled ? ' (out of memory)' : ''} (warm)`);
+      return { id: warm.id, outcome: guard.outcome(code, oomKilled) };
+    } finally {
+      guard.stop();
+      running.destroy();
+      this.track(this.pool!.discard(warm));
+    }
+  }
+
+  /** Create, attach, start, wait: the docker CLI's order. */
+  private async execCold(
+    command: string,
+    timeoutSeconds: number,
+    signal: AbortSignal | undefined,
+    out: OutputCollector,
+    err: OutputCollector,
+  ): Promise<{ id: string; outcome: Outcome }> {
+    const { docker } = this.options;
+    const container = await withDeadline(docker.createContainer(createOptions(this.options, ['/bin/bash', '-c', command])), API_MS, 'docker create').catch(
+      (e) => {
+        throw new SandboxError(`docker create: ${errorMessage(e)}`);
+      },
+    );
     const id = container.id;
     const short = id.slice(0, 12);
-    this.live.add(id);
     log(`${short} created for: ${command.slice(0, 80)}`);
-    let timedOut = false;
-    let aborted = false;
-    let timer: NodeJS.Timeout | undefined;
-    const kill = () => {
-      container.kill({ signal: 'SIGKILL' }).catch((err) => log(`${short} kill failed: ${errorMessage(err)}`));
-    };
-    const onAbort = () => {
-      aborted = true;
-      kill();
-    };
+    let guard: ReturnType<DockerSandbox['guard']> | undefined;
     try {
-      const out = new OutputCollector(this.options.maxOutput);
-      const err = new OutputCollector(this.options.maxOutput);
       const stream = await withDeadline(container.attach({ stream: true, stdout: true, stderr: true }), API_MS, 'docker attach');
       const ended = new Promise<void>((resolve) => {
         stream.once('end', resolve);
@@ -78,48 +136,66 @@ export class DockerSandbox implements Sandbox {
       docker.modem.demuxStream(stream, out.writable(), err.writable());
       await withDeadline(container.start(), API_MS, 'docker start');
       log(`${short} started`);
-      timer = setTimeout(() => {
-        timedOut = true;
-        kill();
-      }, timeoutSeconds * 1000);
-      if (signal?.aborted) onAbort();
-      signal?.addEventListener('abort', onAbort, { once: true });
+      guard = this.guard(id, timeoutSeconds, signal);
       // Wait after start with the default condition: it answers at once if the command already exited.
       const { StatusCode } = (await container.wait()) as { StatusCode: number };
-      clearTimeout(timer);
+      guard.stop();
       await withDeadline(ended, DRAIN_MS, 'the output stream').catch(() => (stream as unknown as Duplex).destroy());
-      const oomKilled = !timedOut && !aborted && StatusCode === 137 && (await this.wasOomKilled(id));
-      log(`${short} exited ${StatusCode}${timedOut ? ' (timed out)' : ''}${oomKilled ? ' (out of memory)' : ''}`);
-      const output = renderBoth(out, err, this.options.maxOutput);
-      return {
-        command,
-        exitCode: timedOut ? 124 : aborted ? 130 : StatusCode,
-        ...output,
-        timedOut,
-        oomKilled,
-        aborted,
-        durationMs: Date.now() - started,
-        containerId: id,
-        timeoutSeconds,
-      };
-    } catch (err) {
-      throw err instanceof SandboxError ? err : new SandboxError(`docker: ${errorMessage(err)}`);
+      const oomKilled = guard.clean() && StatusCode === 137 && (await this.wasOomKilled(id));
+      log(`${short} exited ${StatusCode}${guard.timedOut ? ' (timed out)' : ''}${oomKilled ? ' (out of memory)' : ''}`);
+      return { id, outcome: guard.outcome(StatusCode, oomKilled) };
+    } catch (e) {
+      throw e instanceof SandboxError ? e : new SandboxError(`docker: ${errorMessage(e)}`);
     } finally {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-      this.removeInBackground(id);
+      guard?.stop();
+      this.track(removeContainer(docker, id).catch((e) => log(`${short} remove failed: ${errorMessage(e)}`)));
     }
   }
 
+  /** Kill the container on timeout or abort, and remember which came first. */
+  private guard(id: string, timeoutSeconds: number, signal: AbortSignal | undefined) {
+    let timedOut = false;
+    let aborted = false;
+    const kill = () => {
+      this.options.docker
+        .getContainer(id)
+        .kill({ signal: 'SIGKILL' })
+        .catch((e) => log(`${id.slice(0, 12)} kill: ${errorMessage(e)}`));
+    };
+    const timer = setTimeout(() => {
+      if (aborted) return;
+      timedOut = true;
+      kill();
+    }, timeoutSeconds * 1000);
+    const onAbort = () => {
+      if (timedOut) return;
+      aborted = true;
+      kill();
+    };
+    if (signal?.aborted) onAbort();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    return {
+      get timedOut() {
+        return timedOut;
+      },
+      clean: () => !timedOut && !aborted,
+      stop: () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      },
+      outcome: (code: number, oomKilled: boolean): Outcome => ({
+        exitCode: timedOut ? 124 : aborted ? 130 : code,
+        timedOut,
+        aborted,
+        oomKilled,
+      }),
+    };
+  }
+
   /** Removal happens off the critical path; close() waits for it. */
-  private removeInBackground(id: string): void {
-    const removal = removeContainer(this.options.docker, id)
-      .catch((err) => log(`${id.slice(0, 12)} remove failed: ${errorMessage(err)}`))
-      .finally(() => {
-        this.live.delete(id);
-        this.removals.delete(removal);
-      });
-    this.removals.add(removal);
+  private track(work: Promise<void>): void {
+    const p = work.finally(() => this.removals.delete(p));
+    this.removals.add(p);
   }
 
   private async wasOomKilled(id: string): Promise<boolean> {
@@ -131,49 +207,27 @@ export class DockerSandbox implements Sandbox {
     }
   }
 
-  private createOptions(command: string): Docker.ContainerCreateOptions {
-    const o = this.options;
-    return {
-      Image: o.image,
-      Cmd: ['/bin/bash', '-c', command],
-      WorkingDir: '/workspace',
-      Env: [`HOME=${SANDBOX_HOME}`, 'LANG=C.UTF-8', 'TERM=dumb', ...(o.env ?? [])],
-      User: o.user,
-      Labels: runLabels(o.runId),
-      Tty: false,
-      OpenStdin: false,
-      AttachStdout: true,
-      AttachStderr: true,
-      NetworkDisabled: (o.network ?? 'none') === 'none',
-      HostConfig: {
-        Binds: [`${o.taskDir}:/workspace:${o.readOnly ? 'ro' : 'rw'}`],
-        NetworkMode: o.network ?? 'none',
-        CapDrop: ['ALL'],
-        SecurityOpt: ['no-new-privileges'],
-        ReadonlyRootfs: true,
-        Tmpfs: {
-          '/tmp': `rw,exec,nosuid,nodev,size=${o.tmpSize ?? '256m'},mode=1777`,
-          [SANDBOX_HOME]: 'rw,exec,nosuid,nodev,size=64m,mode=1777',
-        },
-        PidsLimit: o.pids,
-        Memory: o.memoryBytes,
-        MemorySwap: o.memoryBytes,
-        NanoCpus: Math.round(o.cpus * 1e9),
-        Init: true,
-        // Capture goes through attach; the daemon's json log would only slow big outputs down.
-        LogConfig: { Type: 'none', Config: {} },
-      },
-    };
-  }
-
-  /** Kill and remove every container of this run, including ones still running. */
+  /** Kill and remove every container of this run, warm ones included. */
   async close(): Promise<void> {
+    await this.pool?.close();
     await Promise.allSettled([...this.removals]);
     await removeRunContainers(this.options.docker, this.options.runId);
-    this.live.clear();
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
+  }
+}
+
+/** Poll the channel until the runner blocks on it; undefined if the container exits or takes too long. */
+async function waitReady(warm: WarmContainer): Promise<number | undefined> {
+  let exited = false;
+  void warm.exited.then(() => (exited = true));
+  const deadline = Date.now() + READY_MS;
+  for (;;) {
+    const fd = warm.channel.tryOpenCommand();
+    if (fd !== undefined) return fd;
+    if (exited || Date.now() > deadline) return undefined;
+    await sleep(2);
   }
 }

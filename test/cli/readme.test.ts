@@ -27,6 +27,7 @@ describe('README matches --help', () => {
     [['run'], 'sandloop run'],
     [['demo'], 'sandloop demo'],
     [['image', 'build'], 'sandloop image build'],
+    [['gc'], 'sandloop gc'],
   ] as const) {
     it(`documents every flag of ${heading}`, async () => {
       const flags = await helpFlags([...command]);

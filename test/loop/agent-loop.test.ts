@@ -206,4 +206,48 @@ describe('runLoop', () => {
     expect(tool!.input_schema).toMatchObject({ required: ['command'] });
     expect(model.requests[0]!.system).toBe('sys');
   });
+
+  it('starts a tool call as soon as its block is complete, before the reply ends, and keeps the transcript in order', async () => {
+    const log: string[] = [];
+    const sandbox = new FakeSandbox((cmd) => {
+      log.push(`exec ${cmd}`);
+      return {};
+    });
+    const model: Model = {
+      name: 'streaming',
+      async complete(_req, { onToolUse }) {
+        if (log.length === 0) {
+          onToolUse?.({ type: 'tool_use', id: 'early', name: 'bash', input: { command: 'first' } });
+          await new Promise((r) => setTimeout(r, 30));
+          log.push('reply complete');
+          return { content: [bash('first', 'early'), bash('second', 'late')], stopReason: 'tool_use', usage: {} };
+        }
+        return { content: [text('done')], stopReason: 'end_turn', usage: {} };
+      },
+    };
+    const t = setup(model, sandbox);
+    await t.run();
+    expect(log).toEqual(['exec first', 'reply complete', 'exec second']);
+    const types = t.events.map((e) => e.type);
+    expect(types.indexOf('assistant')).toBeLessThan(types.indexOf('tool_start'));
+  });
+
+  it('cancels a streamed call the final reply does not hold (a retried attempt)', async () => {
+    const sandbox = new FakeSandbox(() => ({ delayMs: 20 }));
+    const model: Model = {
+      name: 'retrying',
+      async complete(_req, { onToolUse }) {
+        if (sandbox.commands.length === 0) {
+          onToolUse?.({ type: 'tool_use', id: 'attempt1', name: 'bash', input: { command: 'from the failed attempt' } });
+          return { content: [bash('from the retry', 'attempt2')], stopReason: 'tool_use', usage: {} };
+        }
+        return { content: [text('done')], stopReason: 'end_turn', usage: {} };
+      },
+    };
+    const t = setup(model, sandbox);
+    const out = await t.run();
+    expect(out.toolCalls).toBe(1);
+    const calls = t.events.filter((e) => e.type === 'tool_call');
+    expect(calls.map((c) => c.tool_use_id)).toEqual(['attempt2']);
+  });
 });

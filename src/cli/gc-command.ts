@@ -1,0 +1,26 @@
+import { setVerbose } from '../log.js';
+import { connectDocker } from '../sandbox/docker-client.js';
+import { sweepStaleChannels } from '../sandbox/fifo-channel.js';
+import { PID_LABEL, STARTED_LABEL } from '../sandbox/labels.js';
+import { findOrphans, listRunContainers, removeContainer } from '../sandbox/reaper.js';
+
+export interface GcArgs {
+  dryRun: boolean;
+  all: boolean;
+  verbose: boolean;
+}
+
+/** `sandloop gc`: remove containers left by runs whose process is gone (or, with --all, every sandloop container). */
+export async function gcCommand(args: GcArgs): Promise<number> {
+  setVerbose(args.verbose);
+  const docker = await connectDocker();
+  const leftovers = args.all ? await listRunContainers(docker) : await findOrphans(docker);
+  for (const c of leftovers) {
+    const line = `${c.id.slice(0, 12)} run ${c.runId} (${c.state}; owner pid ${c.labels[PID_LABEL] ?? '?'}, started ${c.labels[STARTED_LABEL] ?? '?'})`;
+    if (!args.dryRun) await removeContainer(docker, c.id);
+    process.stdout.write(`${args.dryRun ? 'would remove' : 'removed'} ${line}\n`);
+  }
+  if (!args.dryRun) await sweepStaleChannels();
+  process.stderr.write(`${leftovers.length} ${args.all ? 'sandloop' : 'leftover'} container${leftovers.length === 1 ? '' : 's'}${args.dryRun ? ' found (dry run: nothing removed)' : ' removed'}\n`);
+  return 0;
+}

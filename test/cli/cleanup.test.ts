@@ -1,0 +1,67 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect, it } from 'vitest';
+import type { RunEvent } from '../../src/types.js';
+import { runCli } from '../helpers/cli.js';
+import { describeDocker, sandloopContainers } from '../helpers/docker.js';
+
+function script(turns: object[]): string {
+  const dir = mkdtempSync(join(tmpdir(), 'sandloop-kill-'));
+  const file = join(dir, 'script.json');
+  writeFileSync(file, JSON.stringify({ turns }));
+  return file;
+}
+const bash = (command: string) => ({ content: [{ type: 'tool_use', name: 'bash', input: { command } }] });
+
+describeDocker('cleanup that survives a kill -9', () => {
+  it('kill -9 mid-call leaves containers that the next start-up sweep removes', { timeout: 60_000 }, async () => {
+    const taskDir = mkdtempSync(join(tmpdir(), 'sandloop-kill-ws-'));
+    let runId = '';
+    const killed = await runCli(['run', '--task-dir', taskDir, '--model', `scripted:${script([bash('sleep 600')])}`, '--output-format', 'stream-json', 'x'], {
+      onSpawn: (child) => {
+        child.stdout!.on('data', (d: Buffer) => {
+          for (const line of d.toString().split('\n').filter(Boolean)) {
+            const event = JSON.parse(line) as RunEvent;
+            if (event.type === 'system') runId = event.run_id;
+            if (event.type === 'tool_start') setTimeout(() => child.kill('SIGKILL'), 500);
+          }
+        });
+      },
+    });
+    expect(killed.signal).toBe('SIGKILL');
+    expect(sandloopContainers(runId).length).toBeGreaterThan(0);
+
+    const next = await runCli(['run', '--task-dir', taskDir, '--model', `scripted:${script([{ content: [{ type: 'text', text: 'hi' }] }])}`, '--quiet', 'y']);
+    expect(next.code, next.stderr).toBe(0);
+    expect(sandloopContainers(runId)).toEqual([]);
+  });
+
+  it('sandloop gc --dry-run lists leftovers of dead runs, gc removes them', { timeout: 60_000 }, async () => {
+    const taskDir = mkdtempSync(join(tmpdir(), 'sandloop-gc-ws-'));
+    let runId = '';
+    await runCli(['run', '--task-dir', taskDir, '--model', `scripted:${script([bash('sleep 600')])}`, '--output-format', 'stream-json', 'x'], {
+      onSpawn: (child) => {
+        child.stdout!.on('data', (d: Buffer) => {
+          for (const line of d.toString().split('\n').filter(Boolean)) {
+            const event = JSON.parse(line) as RunEvent;
+            if (event.type === 'system') runId = event.run_id;
+            if (event.type === 'tool_start') setTimeout(() => child.kill('SIGKILL'), 500);
+          }
+        });
+      },
+    });
+    const left = sandloopContainers(runId);
+    expect(left.length).toBeGreaterThan(0);
+
+    const dry = await runCli(['gc', '--dry-run']);
+    expect(dry.code).toBe(0);
+    expect(dry.stdout).toContain(`would remove ${left[0]!.slice(0, 12)} run ${runId}`);
+    expect(sandloopContainers(runId)).toEqual(left);
+
+    const gc = await runCli(['gc']);
+    expect(gc.code).toBe(0);
+    expect(gc.stdout).toContain(`removed ${left[0]!.slice(0, 12)} run ${runId}`);
+    expect(sandloopContainers(runId)).toEqual([]);
+  });
+});
