@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type Docker from 'dockerode';
@@ -11,8 +12,10 @@ const log = createLogger('image');
 export const DEFAULT_IMAGE = 'sandloop-sandbox:latest';
 const BUILD_MS = 30 * 60_000;
 
-/** The Dockerfile shipped with the package, next to dist/. */
-export const SANDBOX_DOCKERFILE = fileURLToPath(new URL('../../sandbox.Dockerfile', import.meta.url));
+/** The Dockerfile shipped with the package, at its root (found from dist/sandbox/ or any build dir below the root). */
+export const SANDBOX_DOCKERFILE =
+  ['../../sandbox.Dockerfile', '../../../sandbox.Dockerfile'].map((p) => fileURLToPath(new URL(p, import.meta.url))).find((p) => existsSync(p)) ??
+  fileURLToPath(new URL('../../sandbox.Dockerfile', import.meta.url));
 
 export interface BuildImageOptions {
   /** Tag to build, default `sandloop-sandbox:latest`. */

@@ -24,8 +24,8 @@ export type FakeBlock =
   | { type: 'thinking'; thinking: string; signature?: string };
 
 export type FakeTurn =
-  /** A normal reply. stop_reason defaults to 'tool_use' if any tool_use block, else 'end_turn'. delay_ms: pause between SSE events (or before a JSON reply). */
-  | { content: FakeBlock[]; stop_reason?: string; usage?: Partial<Usage>; delay_ms?: number }
+  /** A normal reply. stop_reason defaults to 'tool_use' if any tool_use block, else 'end_turn'. delay_ms: pause between SSE events (or before a JSON reply); latency_ms: the whole stream's duration, spread evenly between its events (wins over delay_ms). */
+  | { content: FakeBlock[]; stop_reason?: string; usage?: Partial<Usage>; delay_ms?: number; latency_ms?: number }
   /** An HTTP error before any body, e.g. 429 rate_limit_error with retry-after, 529 overloaded_error, 401 authentication_error. */
   | { fault: 'http'; status: number; error_type: string; message?: string; headers?: Record<string, string> }
   /** Start a stream, send `after_blocks` whole blocks of `content`, then an in-band `event: error`. A non-streaming request gets the matching HTTP status instead. */
@@ -41,6 +41,8 @@ export interface RecordedRequest {
   headers: Record<string, string | string[] | undefined>;
   /** Parsed JSON body; the raw text when it is not JSON; undefined when empty. */
   body: any;
+  /** Date.now() when the whole request had arrived. */
+  receivedAt: number;
 }
 
 export interface FakeAnthropic {
@@ -127,7 +129,7 @@ export async function startFakeAnthropic(opts: { turns?: FakeTurn[]; apiKey?: st
       }
     }
     const path = req.url ?? '/';
-    requests.push({ method: req.method ?? '', path, headers: { ...req.headers }, body });
+    requests.push({ method: req.method ?? '', path, headers: { ...req.headers }, body, receivedAt: Date.now() });
 
     if (req.method !== 'POST' || new URL(path, 'http://x').pathname !== '/v1/messages') {
       return sendError(res, 404, 'not_found_error', `fake server: no route for ${req.method} ${path} (only POST /v1/messages)`);
@@ -161,7 +163,7 @@ export async function startFakeAnthropic(opts: { turns?: FakeTurn[]; apiKey?: st
         if (turn.delay_ms) await sleep(turn.delay_ms);
         return sendJSON(res, 200, message);
       }
-      return stream(res, message, message.content.length, turn.delay_ms, null);
+      return stream(res, message, message.content.length, turn.delay_ms, null, turn.latency_ms);
     }
     switch (turn.fault) {
       case 'http': {
@@ -230,6 +232,7 @@ export async function startFakeAnthropic(opts: { turns?: FakeTurn[]; apiKey?: st
     blocks: number,
     delayMs: number | undefined,
     ending: null | 'reset' | { type: string; message: string },
+    latencyMs?: number,
   ) {
     const requestId = nextRequestId();
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'request-id': requestId });
@@ -237,6 +240,7 @@ export async function startFakeAnthropic(opts: { turns?: FakeTurn[]; apiKey?: st
     const frames = [...headFrames(message), ...message.content.slice(0, blocks).flatMap((b, i) => blockFrames(b, i))];
     if (ending === null) frames.push(...tailFrames(message));
     else if (ending !== 'reset') frames.push(errorFrame(ending.type, ending.message, requestId));
+    if (latencyMs !== undefined) delayMs = latencyMs / Math.max(1, frames.length - 1);
 
     for (const [i, frame] of frames.entries()) {
       if (i > 0 && delayMs) await sleep(delayMs);

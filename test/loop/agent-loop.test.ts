@@ -250,4 +250,19 @@ describe('runLoop', () => {
     const calls = t.events.filter((e) => e.type === 'tool_call');
     expect(calls.map((c) => c.tool_use_id)).toEqual(['attempt2']);
   });
+
+  it('when one call of a turn fails to start, the others still finish', async () => {
+    const sandbox = new FakeSandbox((cmd) => {
+      if (cmd === 'b') throw new Error('docker create: no space left on device');
+      return { delayMs: 10 };
+    });
+    const model = new RecordingModel([
+      { content: [bash('a', 'ia'), bash('b', 'ib'), bash('c', 'ic')], stopReason: 'tool_use', usage: {} },
+      { content: [text('ok')], stopReason: 'end_turn', usage: {} },
+    ]);
+    await setup(model, sandbox).run();
+    const results = model.requests[1]!.messages.at(-1)!.content as { tool_use_id: string; content: string; is_error?: boolean }[];
+    expect(results.map((r) => [r.tool_use_id, r.is_error ?? false])).toEqual([['ia', false], ['ib', true], ['ic', false]]);
+    expect(results[1]!.content).toBe('The sandbox failed to run the command: docker create: no space left on device');
+  });
 });
