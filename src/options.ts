@@ -4,6 +4,7 @@ import type Docker from 'dockerode';
 import { ConfigError } from './errors.js';
 import type { Model } from './model/model.js';
 import type { RunEvent } from './types.js';
+import { dangerousMountReason } from './workspace/dangerous-dirs.js';
 
 export const DEFAULT_MODEL = 'claude-sonnet-4-5';
 
@@ -45,8 +46,16 @@ export interface RunOptions {
   parallel?: number | string;
   /** Retries of a failed model call. Default 6. */
   maxRetries?: number | string;
-  /** Start each call's container ahead of time (the warm pool). Default true. */
+  /** Start each call's container ahead of time (the warm pool). Default true; always off under runsc. */
   warm?: boolean;
+  /** OCI runtime, e.g. `runsc` (gVisor). Default: the daemon's. */
+  runtime?: string;
+  /** Largest file a command may write (RLIMIT_FSIZE), e.g. `1g`. Default `1g`. */
+  workspaceMax?: string | number;
+  /** Mount a task dir even when it is `/`, the home directory, a system directory, or holds a Docker socket. */
+  allowDangerousMount?: boolean;
+  /** Deadline of each Docker API request, in seconds. Default 30. */
+  dockerTimeout?: number | string;
   /** Write every event as JSONL to this file, as the run goes. */
   transcript?: string;
   /** Cancels the run: running containers are killed and the status is `aborted`. */
@@ -85,10 +94,14 @@ export interface ResolvedOptions {
   parallel: number;
   maxRetries: number;
   warm: boolean;
+  runtime?: string;
+  workspaceMaxBytes: number;
+  dockerTimeoutMs: number;
 }
 
 /** Validate at the edge, with messages that quote what was given. Throws ConfigError. */
 export function resolveOptions(o: RunOptions, defaultImage: string): ResolvedOptions {
+  const taskDir = safeTaskDir(existingDir(o.taskDir ?? process.cwd()), o.allowDangerousMount ?? false);
   const environment = o.environment ?? process.env;
   const model = o.model ?? nonEmpty(environment.MODEL_ID) ?? DEFAULT_MODEL;
   const modelName = typeof model === 'string' ? model : model.name;
@@ -99,7 +112,7 @@ export function resolveOptions(o: RunOptions, defaultImage: string): ResolvedOpt
     );
   }
   return {
-    taskDir: existingDir(o.taskDir ?? process.cwd()),
+    taskDir,
     model,
     modelName,
     apiKey,
@@ -109,7 +122,7 @@ export function resolveOptions(o: RunOptions, defaultImage: string): ResolvedOpt
     timeoutSeconds: positiveNumber(o.timeout, 120, '--timeout', ' of seconds'),
     maxOutput: positiveInt(o.maxOutput, 30_000, '--max-output'),
     network: network(o.network ?? 'none'),
-    memoryBytes: memoryBytes(o.memory ?? '1g'),
+    memoryBytes: parseSize(o.memory ?? '1g', '--memory', 6 * 1024 ** 2),
     cpus: positiveNumber(o.cpus, 1, '--cpus'),
     pids: positiveInt(o.pids, 256, '--pids'),
     env: envPairs(o.env ?? []),
@@ -118,7 +131,10 @@ export function resolveOptions(o: RunOptions, defaultImage: string): ResolvedOpt
     appendSystem: o.appendSystem,
     parallel: positiveInt(o.parallel, 4, '--parallel'),
     maxRetries: nonNegativeInt(o.maxRetries, 6, '--max-retries'),
-    warm: o.warm ?? true,
+    warm: (o.warm ?? true) && o.runtime !== 'runsc',
+    runtime: o.runtime === undefined ? undefined : runtime(o.runtime),
+    workspaceMaxBytes: parseSize(o.workspaceMax ?? '1g', '--workspace-max', 1024 ** 2),
+    dockerTimeoutMs: positiveNumber(o.dockerTimeout, 30, '--docker-timeout', ' of seconds') * 1000,
   };
 }
 
@@ -162,16 +178,27 @@ function nonNegativeInt(value: unknown, fallback: number, flag: string): number 
   return positiveInt(value, fallback, flag);
 }
 
-const UNITS: Record<string, number> = { '': 1, b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 };
+const UNITS: Record<string, number> = { '': 1, b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 };
 
-/** `1g`, `512m`, `1.5g`, or bytes. Docker refuses less than 6 MiB. */
-export function memoryBytes(value: string | number): number {
-  const m = /^(\d+(?:\.\d+)?)\s*([bkmg]?)b?$/i.exec(String(value).trim());
+/** `1g`, `512m`, `1.5g`, or bytes, at least `min` bytes. */
+export function parseSize(value: string | number, flag: string, min: number): number {
+  const m = /^(\d+(?:\.\d+)?)\s*([bkmgt]?)b?$/i.exec(String(value).trim());
   const bytes = m ? Math.floor(Number(m[1]) * UNITS[m[2]!.toLowerCase()]!) : NaN;
-  if (!Number.isFinite(bytes) || bytes < 6 * 1024 ** 2) {
-    throw new ConfigError(`--memory must be a size of at least 6m such as 512m or 1g, got ${quote(value)}`);
+  if (!Number.isFinite(bytes) || bytes < min) {
+    throw new ConfigError(`${flag} must be a size of at least ${min / 1024 ** 2}m such as 512m or 1g, got ${quote(value)}`);
   }
   return bytes;
+}
+
+function safeTaskDir(dir: string, allowed: boolean): string {
+  const reason = allowed ? undefined : dangerousMountReason(dir);
+  if (reason) throw new ConfigError(`--task-dir ${dir} is refused: ${reason}; pass --allow-dangerous-mount to mount it anyway`);
+  return dir;
+}
+
+function runtime(value: string): string {
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(value)) throw new ConfigError(`--runtime must be a runtime name such as runsc, got ${quote(value)}`);
+  return value;
 }
 
 function network(value: string): string {

@@ -11,6 +11,8 @@ import { DockerSandbox } from './sandbox/docker-sandbox.js';
 import { DEFAULT_IMAGE, ensureImage } from './sandbox/image.js';
 import { newRunId } from './sandbox/labels.js';
 import { sweepOrphans } from './sandbox/reaper.js';
+import { checkDaemonSettings } from './sandbox/preflight.js';
+import { setDockerTimeout } from './sandbox/deadline.js';
 import { sweepStaleChannels } from './sandbox/fifo-channel.js';
 import type { Message, RunEvent, RunResult } from './types.js';
 
@@ -44,8 +46,10 @@ export class AgentSession {
   static async open(options: RunOptions): Promise<AgentSession> {
     const resolved = resolveOptions(options, DEFAULT_IMAGE);
     const model = makeModel(resolved);
+    setDockerTimeout(resolved.dockerTimeoutMs);
     const docker: Docker = options.docker ?? (await connectDocker());
     await Promise.all([sweepOrphans(docker), sweepStaleChannels()]);
+    await checkDaemonSettings(docker, resolved);
     await ensureImage(docker, resolved.image, options.onProgress ?? (() => {}));
     const runId = options.runId ?? newRunId();
     const uid = process.getuid?.();
@@ -62,6 +66,8 @@ export class AgentSession {
       user: uid !== undefined && uid !== 0 ? `${uid}:${process.getgid?.()}` : undefined,
       maxOutput: resolved.maxOutput,
       warm: resolved.warm,
+      runtime: resolved.runtime,
+      fileSizeMax: resolved.workspaceMaxBytes,
       pool: { maxReady: Math.max(2, resolved.parallel) },
     });
     const session = new AgentSession(

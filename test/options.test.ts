@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../src/errors.js';
-import { memoryBytes, resolveOptions } from '../src/options.js';
+import { parseSize, resolveOptions } from '../src/options.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sandloop-opts-'));
 const base = { taskDir: dir, environment: { ANTHROPIC_API_KEY: 'k' } };
@@ -62,6 +62,7 @@ describe('resolveOptions', () => {
   });
 
   it('parses memory sizes', () => {
+    const memoryBytes = (v: string) => parseSize(v, '--memory', 6 * 1024 ** 2);
     expect(memoryBytes('512m')).toBe(512 * 1024 ** 2);
     expect(memoryBytes('1.5g')).toBe(1.5 * 1024 ** 3);
     expect(memoryBytes('64MB')).toBe(64 * 1024 ** 2);

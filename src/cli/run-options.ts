@@ -23,6 +23,10 @@ export function withRunFlags<T>(y: Argv<T>) {
     .option('append-system', { type: 'string', describe: 'Append to the system prompt' })
     .option('parallel', { requiresArg: true, describe: 'Most bash calls of one turn run at once', defaultDescription: '4' })
     .option('max-retries', { requiresArg: true, describe: 'Retries of a failed model call (429, 5xx, 529, dropped streams)', defaultDescription: '6' })
+    .option('runtime', { type: 'string', describe: 'OCI runtime for the containers, e.g. runsc (gVisor); turns the warm pool off', defaultDescription: "the daemon's default" })
+    .option('workspace-max', { type: 'string', describe: 'Largest file a command may write (RLIMIT_FSIZE)', defaultDescription: '1g' })
+    .option('allow-dangerous-mount', { type: 'boolean', default: false, describe: 'Mount the task dir even if it is /, your home, a system directory, or holds a Docker socket' })
+    .option('docker-timeout', { requiresArg: true, describe: 'Seconds each Docker API request may take before it is an error', defaultDescription: '30' })
     .option('no-warm', { type: 'boolean', default: false, describe: 'Do not start containers ahead of time: each call creates its own (slower)' })
     .option('transcript', { type: 'string', describe: 'Write every event as JSONL to FILE' })
     .option('output-format', { choices: ['text', 'json', 'stream-json'] as const, default: 'text' as const, describe: 'text: progress on stderr, answer on stdout; json: one result object; stream-json: one event per line' })
@@ -49,6 +53,10 @@ export interface RunFlags {
   maxRetries?: string | number;
   transcript?: string;
   noWarm?: boolean;
+  runtime?: string;
+  workspaceMax?: string;
+  allowDangerousMount?: boolean;
+  dockerTimeout?: string | number;
 }
 
 export function runOptionsFrom(flags: RunFlags): RunOptions {
@@ -71,5 +79,9 @@ export function runOptionsFrom(flags: RunFlags): RunOptions {
     maxRetries: flags.maxRetries,
     transcript: flags.transcript,
     warm: !flags.noWarm,
+    runtime: flags.runtime,
+    workspaceMax: flags.workspaceMax,
+    allowDangerousMount: flags.allowDangerousMount,
+    dockerTimeout: flags.dockerTimeout,
   };
 }

@@ -54,6 +54,7 @@ export async function runLoop(messages: Message[], options: LoopOptions): Promis
   let turns = 0;
   let toolCalls = 0;
   let recoveries = 0;
+  let shrunk = false;
   let text = '';
   const end = (status: RunStatus, error?: unknown): LoopOutcome => ({
     status,
@@ -83,8 +84,18 @@ export async function runLoop(messages: Message[], options: LoopOptions): Promis
     } catch (err) {
       calls.cancelAllBut([]);
       if (err instanceof AbortedError || signal.aborted) return end('aborted');
+      if (err instanceof ModelError && err.kind === 'prompt_too_long') {
+        // Shrink the oldest tool results to stubs and retry the same turn, once.
+        if (!shrunk && shrinkOldToolResults(messages) > 0) {
+          shrunk = true;
+          turns--;
+          continue;
+        }
+        return end('error', new ModelError(`${err.message}; the conversation does not fit the context window even with old tool results shrunk`, err.kind, 400, true));
+      }
       return end('error', err);
     }
+    shrunk = false;
     addUsage(usage, response.usage);
     messages.push({ role: 'assistant', content: response.content });
     onEvent({ type: 'assistant', turn, message: { content: response.content, stop_reason: response.stopReason, usage: response.usage } });
@@ -211,6 +222,25 @@ function failedCall(turn: number, id: string, command: string | null, error: str
     is_error: true,
     error,
   };
+}
+
+export const SHRUNK_RESULT = '[output removed: the conversation outgrew the context window]';
+const KEEP_RECENT_USER_MESSAGES = 2;
+
+/** Replace the text of tool results older than the last two user messages with a stub. Returns how many changed. */
+export function shrinkOldToolResults(messages: Message[]): number {
+  const users = messages.map((m, i) => (m.role === 'user' ? i : -1)).filter((i) => i >= 0);
+  const old = new Set(users.slice(0, Math.max(0, users.length - KEEP_RECENT_USER_MESSAGES)));
+  let changed = 0;
+  for (const i of old) {
+    for (const block of messages[i]!.content) {
+      if (block.type === 'tool_result' && block.content !== SHRUNK_RESULT) {
+        block.content = SHRUNK_RESULT;
+        changed++;
+      }
+    }
+  }
+  return changed;
 }
 
 function textOf(content: ContentBlock[]): string {

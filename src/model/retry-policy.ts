@@ -23,6 +23,9 @@ export function classifyFailure(err: unknown): FailureVerdict {
   if (err instanceof Anthropic.APIError) {
     const kind = err.type ?? (err.status ? `http_${err.status}` : 'stream_error');
     const detail = err.apiMessage ?? err.message;
+    if (err.status === 400 && isPromptTooLong(err)) {
+      return { retryable: false, kind: 'prompt_too_long', status: 400, message: `API error 400 prompt_too_long: ${detail}` };
+    }
     if (err.status === undefined) {
       // An `error` event in the middle of a stream: the SDK does not retry these, we do.
       return { retryable: true, kind, message: `API error mid-stream: ${kind}: ${detail}` };
@@ -63,6 +66,15 @@ export function backoffMs(attempt: number, random = Math.random): number {
 
 /** Never wait longer than this for one retry, whatever the server says. */
 export const MAX_RETRY_DELAY_MS = 60_000;
+
+/**
+ * The API gives an overlong prompt no error type of its own (it is an
+ * invalid_request_error), so this one case looks at the code, then at the
+ * documented wording of the message.
+ */
+function isPromptTooLong(err: InstanceType<typeof Anthropic.APIError>): boolean {
+  return err.errorCode === 'prompt_too_long' || /^prompt is too long/i.test(err.apiMessage ?? '');
+}
 
 const SOCKET_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNREFUSED', 'ETIMEDOUT', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { ImageBuildError, errorMessage } from '../errors.js';
-import { withDeadline } from './deadline.js';
+import { docker as dockerCall, withDeadline } from './deadline.js';
 
 export type Progress = (line: string) => void;
 
@@ -20,7 +20,7 @@ export function debianSuite(image: string): string | undefined {
 /** Does the daemon already have this image? */
 export async function hasImage(docker: Docker, name: string): Promise<boolean> {
   try {
-    await withDeadline(docker.getImage(name).inspect(), 30_000, 'docker image inspect');
+    await dockerCall(docker.getImage(name).inspect(), 'docker image inspect');
     return true;
   } catch (err) {
     if ((err as { statusCode?: number }).statusCode === 404) return false;

@@ -24,6 +24,8 @@ export interface ContainerSpec {
   tmpSize?: string;
   /** OCI runtime, e.g. `runsc` for gVisor; the daemon's default when unset. */
   runtime?: string;
+  /** Largest file any process may write, in bytes (RLIMIT_FSIZE): `--workspace-max`. */
+  fileSizeMax?: number;
 }
 
 export const SANDBOX_HOME = '/home/sandbox';
@@ -69,6 +71,7 @@ export function createOptions(
       // Capture goes through attach or the channel; the daemon's json log would only slow big outputs down.
       LogConfig: { Type: 'none', Config: {} },
       ...(spec.runtime ? { Runtime: spec.runtime } : {}),
+      ...(spec.fileSizeMax ? { Ulimits: [{ Name: 'fsize', Soft: spec.fileSizeMax, Hard: spec.fileSizeMax }] } : {}),
     },
   };
 }

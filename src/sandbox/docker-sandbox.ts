@@ -5,14 +5,13 @@ import { SandboxError, errorMessage } from '../errors.js';
 import { createLogger } from '../log.js';
 import type { ExecResult } from '../types.js';
 import { type ContainerSpec, createOptions } from './container-spec.js';
-import { withDeadline } from './deadline.js';
+import { docker as dockerCall, dockerTimeoutMs, withDeadline } from './deadline.js';
 import { OutputCollector, renderBoth } from './output-collector.js';
 import { removeContainer, removeRunContainers } from './reaper.js';
 import type { ExecOptions, Sandbox } from './sandbox.js';
 import { type WarmContainer, WarmPool, type WarmPoolOptions } from './warm-pool.js';
 
 const log = createLogger('docker');
-const API_MS = 30_000;
 /** After the process exits, how long its output may take to arrive. */
 const DRAIN_MS = 2_000;
 /** How long a just-started warm container may take to be ready for its command. */
@@ -91,10 +90,11 @@ export class DockerSandbox implements Sandbox {
     const guard = this.guard(warm.id, timeoutSeconds, signal);
     try {
       // Exit without a report means the runner died (killed, or OOM took it).
-      const status = await Promise.race([
-        running.status,
-        warm.exited.then(() => Promise.race([running.status, sleep(200).then(() => undefined)])),
-      ]);
+      const status = await withDeadline(
+        Promise.race([running.status, warm.exited.then(() => Promise.race([running.status, sleep(200).then(() => undefined)]))]),
+        this.hardLimitMs(timeoutSeconds),
+        'the warm container',
+      );
       const code = status?.exitCode ?? (await warm.exited);
       guard.stop();
       await withDeadline(running.drained, DRAIN_MS, 'the output channel').catch(() => {});
@@ -117,7 +117,7 @@ export class DockerSandbox implements Sandbox {
     err: OutputCollector,
   ): Promise<{ id: string; outcome: Outcome }> {
     const { docker } = this.options;
-    const container = await withDeadline(docker.createContainer(createOptions(this.options, ['/bin/bash', '-c', command])), API_MS, 'docker create').catch(
+    const container = await dockerCall(docker.createContainer(createOptions(this.options, ['/bin/bash', '-c', command])), 'docker create').catch(
       (e) => {
         throw new SandboxError(`docker create: ${errorMessage(e)}`);
       },
@@ -127,18 +127,18 @@ export class DockerSandbox implements Sandbox {
     log(`${short} created for: ${command.slice(0, 80)}`);
     let guard: ReturnType<DockerSandbox['guard']> | undefined;
     try {
-      const stream = await withDeadline(container.attach({ stream: true, stdout: true, stderr: true }), API_MS, 'docker attach');
+      const stream = await dockerCall(container.attach({ stream: true, stdout: true, stderr: true }), 'docker attach');
       const ended = new Promise<void>((resolve) => {
         stream.once('end', resolve);
         stream.once('close', resolve);
         stream.once('error', () => resolve());
       });
       docker.modem.demuxStream(stream, out.writable(), err.writable());
-      await withDeadline(container.start(), API_MS, 'docker start');
+      await dockerCall(container.start(), 'docker start');
       log(`${short} started`);
       guard = this.guard(id, timeoutSeconds, signal);
       // Wait after start with the default condition: it answers at once if the command already exited.
-      const { StatusCode } = (await container.wait()) as { StatusCode: number };
+      const { StatusCode } = (await withDeadline(container.wait(), this.hardLimitMs(timeoutSeconds), 'docker wait')) as { StatusCode: number };
       guard.stop();
       await withDeadline(ended, DRAIN_MS, 'the output stream').catch(() => (stream as unknown as Duplex).destroy());
       const oomKilled = guard.clean() && StatusCode === 137 && (await this.wasOomKilled(id));
@@ -157,10 +157,9 @@ export class DockerSandbox implements Sandbox {
     let timedOut = false;
     let aborted = false;
     const kill = () => {
-      this.options.docker
-        .getContainer(id)
-        .kill({ signal: 'SIGKILL' })
-        .catch((e) => log(`${id.slice(0, 12)} kill: ${errorMessage(e)}`));
+      dockerCall(this.options.docker.getContainer(id).kill({ signal: 'SIGKILL' }), 'docker kill').catch((e) =>
+        log(`${id.slice(0, 12)} kill: ${errorMessage(e)}`),
+      );
     };
     const timer = setTimeout(() => {
       if (aborted) return;
@@ -192,6 +191,11 @@ export class DockerSandbox implements Sandbox {
     };
   }
 
+  /** Past this, a call whose container would not stop even when killed is a sandbox failure. */
+  private hardLimitMs(timeoutSeconds: number): number {
+    return timeoutSeconds * 1000 + dockerTimeoutMs() + 5_000;
+  }
+
   /** Removal happens off the critical path; close() waits for it. */
   private track(work: Promise<void>): void {
     const p = work.finally(() => this.removals.delete(p));
@@ -200,7 +204,7 @@ export class DockerSandbox implements Sandbox {
 
   private async wasOomKilled(id: string): Promise<boolean> {
     try {
-      const info = await withDeadline(this.options.docker.getContainer(id).inspect(), API_MS, 'docker inspect');
+      const info = await dockerCall(this.options.docker.getContainer(id).inspect(), 'docker inspect');
       return info.State.OOMKilled === true;
     } catch {
       return false;

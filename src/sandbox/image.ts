@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type Docker from 'dockerode';
 import { pack } from 'tar-stream';
-import { ImageBuildError, errorMessage } from '../errors.js';
+import { ConfigError, ImageBuildError, errorMessage } from '../errors.js';
 import { createLogger } from '../log.js';
 import { type Progress, bootstrapBaseImage, followProgress, hasImage, pullImage } from './base-image.js';
 import { withDeadline } from './deadline.js';
@@ -80,7 +80,7 @@ async function ensureBaseImage(docker: Docker, base: string, options: BuildImage
 export async function ensureImage(docker: Docker, image: string, progress: Progress): Promise<void> {
   if (await hasImage(docker, image)) return;
   if (image !== DEFAULT_IMAGE) {
-    throw new ImageBuildError(`image ${image} does not exist; build it with \`sandloop image build --image ${image}\``);
+    throw new ConfigError(`--image ${image} does not exist; build it with \`sandloop image build --image ${image}\` or pull it`);
   }
   progress(`the sandbox image ${image} is missing; building it now (once)...`);
   await buildSandboxImage(docker, { tag: image, progress });

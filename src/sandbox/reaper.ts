@@ -1,11 +1,10 @@
 import type Docker from 'dockerode';
 import { errorMessage } from '../errors.js';
 import { createLogger } from '../log.js';
-import { withDeadline } from './deadline.js';
+import { docker as dockerCall } from './deadline.js';
 import { RUN_LABEL, ownerAlive } from './labels.js';
 
 const log = createLogger('reaper');
-const REMOVE_MS = 30_000;
 
 /** A sandloop container as a reaper sees it. */
 export interface Leftover {
@@ -18,7 +17,7 @@ export interface Leftover {
 /** Every container labelled with this run id, or with any run id. */
 export async function listRunContainers(docker: Docker, runId?: string): Promise<Leftover[]> {
   const label = runId ? `${RUN_LABEL}=${runId}` : RUN_LABEL;
-  const found = await withDeadline(docker.listContainers({ all: true, filters: { label: [label] } }), REMOVE_MS, 'docker list containers');
+  const found = await dockerCall(docker.listContainers({ all: true, filters: { label: [label] } }), 'docker list containers');
   return found.map((c) => ({ id: c.Id, runId: c.Labels[RUN_LABEL] ?? '', state: c.State, labels: c.Labels }));
 }
 
@@ -55,7 +54,7 @@ export async function sweepOrphans(docker: Docker): Promise<string[]> {
 export async function removeContainer(docker: Docker, id: string): Promise<void> {
   log(`${id.slice(0, 12)} removing...`);
   try {
-    await withDeadline(docker.getContainer(id).remove({ force: true, v: true }), REMOVE_MS, `docker remove ${id.slice(0, 12)}`);
+    await dockerCall(docker.getContainer(id).remove({ force: true, v: true }), `docker remove ${id.slice(0, 12)}`);
     log(`${id.slice(0, 12)} removed`);
   } catch (err) {
     const status = (err as { statusCode?: number }).statusCode;

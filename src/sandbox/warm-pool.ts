@@ -2,12 +2,11 @@ import type Docker from 'dockerode';
 import { errorMessage } from '../errors.js';
 import { createLogger } from '../log.js';
 import { type ContainerSpec, createOptions } from './container-spec.js';
-import { withDeadline } from './deadline.js';
+import { docker as dockerCall } from './deadline.js';
 import { FifoChannel, runnerScript } from './fifo-channel.js';
 import { removeContainer } from './reaper.js';
 
 const log = createLogger('pool');
-const API_MS = 30_000;
 
 export interface WarmPoolOptions {
   docker: Docker;
@@ -130,10 +129,10 @@ export class WarmPool {
     let id: string | undefined;
     try {
       const options = createOptions(spec, ['/bin/bash', '-c', runnerScript(this.idleSeconds)], { binds: channel.binds(), autoRemove: true });
-      const container = await withDeadline(docker.createContainer(options), API_MS, 'docker create');
+      const container = await dockerCall(docker.createContainer(options), 'docker create');
       id = container.id;
       log(`${id.slice(0, 12)} created (warm)`);
-      await withDeadline(container.start(), API_MS, 'docker start');
+      await dockerCall(container.start(), 'docker start');
       // Issued now, answered when the container exits: no API round trip when a call ends.
       const exited = container.wait().then(
         (r: { StatusCode: number }) => r.StatusCode,

@@ -265,4 +265,37 @@ describe('runLoop', () => {
     expect(results.map((r) => [r.tool_use_id, r.is_error ?? false])).toEqual([['ia', false], ['ib', true], ['ic', false]]);
     expect(results[1]!.content).toBe('The sandbox failed to run the command: docker create: no space left on device');
   });
+
+  it('on "prompt is too long", shrinks the oldest tool results to stubs and retries the turn once', async () => {
+    const tooLong = () => new ModelError('API error 400 prompt_too_long: prompt is too long: 210000 tokens > 200000 maximum', 'prompt_too_long', 400, true);
+    const model = new RecordingModel([
+      { content: [bash('one', 't1')], stopReason: 'tool_use', usage: {} },
+      { content: [bash('two', 't2')], stopReason: 'tool_use', usage: {} },
+      { content: [bash('three', 't3')], stopReason: 'tool_use', usage: {} },
+      tooLong(),
+      { content: [text('fits now')], stopReason: 'end_turn', usage: {} },
+    ]);
+    const t = setup(model);
+    const out = await t.run();
+    expect(out).toMatchObject({ status: 'completed', result: 'fits now', turns: 4 });
+    const retried = model.requests[4]!.messages;
+    const results = retried.filter((m) => m.role === 'user').flatMap((m) => m.content.filter((b) => b.type === 'tool_result')) as { content: string }[];
+    expect(results.map((r) => r.content.startsWith('[output removed'))).toEqual([true, false, false]);
+  });
+
+  it('stops with a clear error when the prompt is still too long after shrinking', async () => {
+    const tooLong = () => new ModelError('API error 400 prompt_too_long: prompt is too long', 'prompt_too_long', 400, true);
+    const model = new RecordingModel([
+      { content: [bash('one')], stopReason: 'tool_use', usage: {} },
+      { content: [bash('two')], stopReason: 'tool_use', usage: {} },
+      { content: [bash('three')], stopReason: 'tool_use', usage: {} },
+      tooLong(),
+      tooLong(),
+    ]);
+    const out = await setup(model).run();
+    expect(out.status).toBe('error');
+    expect(out.errorType).toBe('prompt_too_long');
+    expect(out.error).toMatch(/does not fit the context window even with old tool results shrunk/);
+    expect(model.requests).toHaveLength(5);
+  });
 });
