@@ -60,6 +60,7 @@ export interface ExecResult {
   stdout: string;
   stderr: string;
   timedOut: boolean;
+  /** A process of the command was killed for lack of memory (even if the command went on). */
   oomKilled: boolean;
   /** The run was aborted (Ctrl-C) while this command ran. */
   aborted: boolean;

@@ -9,7 +9,7 @@ export function toolResultText(result: ExecResult): string {
   } else if (result.timedOut) {
     lines.push(`Timed out after ${result.timeoutSeconds} s: the command was killed. Output printed before the kill follows.`);
   } else if (result.oomKilled) {
-    lines.push('Killed: out of memory (the sandbox memory limit was reached).');
+    lines.push('Killed: out of memory (the sandbox memory limit was reached and a process was killed).');
   }
   lines.push(`Exit code: ${result.exitCode} (${seconds} s)`);
   if (result.stdout === '' && result.stderr === '') {

@@ -98,7 +98,8 @@ export class DockerSandbox implements Sandbox {
       const code = status?.exitCode ?? (await warm.exited);
       guard.stop();
       await withDeadline(running.drained, DRAIN_MS, 'the output channel').catch(() => {});
-      const oomKilled = guard.clean() && code === 137 && (status ? status.oomKills > 0 : await this.wasOomKilled(warm.id));
+      // Any OOM kill in the container counts, even when the command carried on.
+      const oomKilled = guard.clean() && (status ? status.oomKills > 0 : await this.wasOomKilled(warm.id));
       log(`${short} exited ${code}${guard.timedOut ? ' (timed out)' : ''}${oomKilled ? ' (out of memory)' : ''} (warm)`);
       return { id: warm.id, outcome: guard.outcome(code, oomKilled) };
     } finally {
@@ -141,7 +142,7 @@ export class DockerSandbox implements Sandbox {
       const { StatusCode } = (await withDeadline(container.wait(), this.hardLimitMs(timeoutSeconds), 'docker wait')) as { StatusCode: number };
       guard.stop();
       await withDeadline(ended, DRAIN_MS, 'the output stream').catch(() => (stream as unknown as Duplex).destroy());
-      const oomKilled = guard.clean() && StatusCode === 137 && (await this.wasOomKilled(id));
+      const oomKilled = guard.clean() && (await this.wasOomKilled(id));
       log(`${short} exited ${StatusCode}${guard.timedOut ? ' (timed out)' : ''}${oomKilled ? ' (out of memory)' : ''}`);
       return { id, outcome: guard.outcome(StatusCode, oomKilled) };
     } catch (e) {

@@ -37,6 +37,7 @@ export class WarmPool {
   private readonly ready: WarmContainer[] = [];
   private readonly waiters: ((c: WarmContainer | undefined) => void)[] = [];
   private starting = 0;
+  private readonly inFlight = new Set<Promise<void>>();
   private failures = 0;
   private closed = false;
   private readonly takes: number[] = [];
@@ -71,11 +72,11 @@ export class WarmPool {
     return new Promise((resolve) => this.waiters.push(resolve));
   }
 
-  /** Remove every container this pool holds; pending takes get undefined. */
+  /** Remove every container this pool holds, including ones still being prepared; pending takes get undefined. */
   async close(): Promise<void> {
     this.closed = true;
     for (const resolve of this.waiters.splice(0)) resolve(undefined);
-    await Promise.allSettled(this.ready.splice(0).map((c) => this.discard(c)));
+    await Promise.allSettled([...this.ready.splice(0).map((c) => this.discard(c)), ...this.inFlight]);
   }
 
   async discard(c: WarmContainer): Promise<void> {
@@ -104,10 +105,10 @@ export class WarmPool {
     const missing = this.target() - this.ready.length - this.starting + this.waiters.length;
     for (let i = 0; i < missing; i++) {
       this.starting++;
-      this.prepare()
-        .then((c) => {
+      const work: Promise<void> = this.prepare()
+        .then(async (c) => {
           this.failures = 0;
-          if (this.closed) return void this.discard(c);
+          if (this.closed) return this.discard(c);
           const waiter = this.waiters.shift();
           if (waiter) waiter(c);
           else this.ready.push(c);
@@ -119,7 +120,9 @@ export class WarmPool {
         })
         .finally(() => {
           this.starting--;
+          this.inFlight.delete(work);
         });
+      this.inFlight.add(work);
     }
   }
 
