@@ -139,4 +139,9 @@ export interface ToolCallEvent {
   is_error: boolean;
   /** Why the call failed before it ran, when it did. */
   error?: string;
+  /**
+   * The call was started from a streamed reply that then failed and was
+   * retried without it: it ran (or was killed), but the model never saw it.
+   */
+  discarded?: boolean;
 }

@@ -122,16 +122,21 @@ export async function runLoop(messages: Message[], options: LoopOptions): Promis
   }
 }
 
+/** A call of a failed attempt still ran: the transcript keeps it, marked as discarded. */
+function marked(event: RunEvent, cancel: AbortController): RunEvent {
+  return cancel.signal.aborted && event.type === 'tool_call' ? { ...event, discarded: true } : event;
+}
+
 /**
  * The tool calls of one turn. A call starts as soon as its tool_use block is
  * complete, while the reply still streams, up to `parallel` at once. Its
  * events wait until the turn's assistant event is out, so a transcript reads
  * in order. Calls of a failed attempt that the final reply does not hold are
- * cancelled and left out.
+ * cancelled, left out of the results, and marked `discarded` in the transcript.
  */
 class TurnCalls {
   private readonly started = new Map<string, { result: Promise<ToolResultBlock>; cancel: AbortController }>();
-  private readonly held: RunEvent[] = [];
+  private readonly held: { event: RunEvent; cancel: AbortController }[] = [];
   private released = false;
   private readonly limit: <T>(task: () => Promise<T>) => Promise<T>;
 
@@ -147,9 +152,8 @@ class TurnCalls {
     const cancel = new AbortController();
     const signal = AbortSignal.any([this.options.signal, cancel.signal]);
     const emit = (event: RunEvent) => {
-      if (cancel.signal.aborted) return;
-      if (this.released) this.options.onEvent(event);
-      else this.held.push(event);
+      if (this.released) this.options.onEvent(marked(event, cancel));
+      else this.held.push({ event, cancel });
     };
     const result = this.limit(() => runTool(use, this.turn, { ...this.options, signal, onEvent: emit }));
     this.started.set(use.id, { result, cancel });
@@ -160,7 +164,7 @@ class TurnCalls {
     const ids = new Set(keep.map((u) => u.id));
     for (const [id, call] of this.started) if (!ids.has(id)) call.cancel.abort();
     this.released = true;
-    for (const event of this.held.splice(0)) this.options.onEvent(event);
+    for (const { event, cancel } of this.held.splice(0)) this.options.onEvent(marked(event, cancel));
   }
 
   /** One tool_result per tool_use, same ids, in request order. */

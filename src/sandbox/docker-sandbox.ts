@@ -120,7 +120,7 @@ export class DockerSandbox implements Sandbox {
     const { docker } = this.options;
     const container = await dockerCall(docker.createContainer(createOptions(this.options, ['/bin/bash', '-c', command])), 'docker create').catch(
       (e) => {
-        throw new SandboxError(`docker create: ${errorMessage(e)}`);
+        throw e instanceof SandboxError ? e : new SandboxError(`docker create: ${errorMessage(e)}`);
       },
     );
     const id = container.id;

@@ -12,11 +12,21 @@ describeDocker('adversarial: resource bombs', () => {
     const before = hostPids();
     let peak = before;
     const watch = setInterval(() => (peak = Math.max(peak, hostPids())), 100);
-    const run = await hostile(':(){ :|:& };:', { flags: ['--timeout', '5', '--pids', '64'] });
+    // Every process forks forever; the ones that hit the limit say so and wait, so the call runs to its timeout.
+    const bomb = `python3 -c "
+import os, time
+while True:
+    try:
+        os.fork()
+    except OSError as e:
+        print('fork failed:', e.strerror, flush=True)
+        time.sleep(100)
+"`;
+    const run = await hostile(bomb, { flags: ['--timeout', '5', '--pids', '64'] });
     clearInterval(watch);
     // Truthful: the bomb ran into the limit and was stopped at the timeout.
     expect(run.call.timed_out).toBe(true);
-    expect(run.call.stderr).toMatch(/Resource temporarily unavailable/);
+    expect(run.call.stdout).toMatch(/fork failed: Resource temporarily unavailable/);
     expect(run.seen).toMatch(/^Timed out after 5 s/);
     // The host: at most the pids limit (plus the container's own helpers) ever appeared.
     expect(peak - before).toBeLessThan(64 + 40);

@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import net from 'node:net';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../src/types.js';
@@ -192,7 +193,7 @@ describe('sandloop run: bad input fails cleanly before any container starts', ()
   const oneLine = (s: string) => s.trim().split('\n');
 
   it('a missing API key: exit 2, one line', async () => {
-    const run = await runCli(['run', 'hello'], { cleanEnv: true, cwd: tmpdir() });
+    const run = await runCli(['run', 'hello'], { cleanEnv: true, cwd: mkdtempSync(join(tmpdir(), 'sandloop-nokey-')) });
     expect(run.code).toBe(2);
     expect(oneLine(run.stderr)).toHaveLength(1);
     expect(run.stderr).toMatch(/^sandloop: error: ANTHROPIC_API_KEY is not set/);
@@ -229,4 +230,42 @@ describe('sandloop run: bad input fails cleanly before any container starts', ()
     expect(run.stderr).toBe('sandloop: error: no prompt: pass it as arguments, or - to read it from stdin\n');
   });
 
+
+  it('dangerous task dirs are refused unless --allow-dangerous-mount', async () => {
+    for (const [dir, reason] of [['/', 'it is the root directory'], ['/etc', 'it is a system directory'], [homedir(), 'it is your home directory']] as const) {
+      const run = await runCli(['run', '--task-dir', dir, 'x'], { env: { ANTHROPIC_API_KEY: 'k' } });
+      expect(run.code).toBe(2);
+      expect(run.stderr).toBe(`sandloop: error: --task-dir ${dir} is refused: ${reason}; pass --allow-dangerous-mount to mount it anyway\n`);
+    }
+    const withSocket = mkdtempSync(join(tmpdir(), 'sandloop-sock-'));
+    const server = net.createServer().listen(join(withSocket, 'docker.sock'));
+    await new Promise((r) => server.once('listening', r));
+    const run = await runCli(['run', '--task-dir', withSocket, 'x'], { env: { ANTHROPIC_API_KEY: 'k' } });
+    server.close();
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/is refused: it contains a Docker socket/);
+  });
+});
+
+describeDocker('sandloop run: settings only the daemon can check fail before any container starts', () => {
+  const script = () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sandloop-pre-'));
+    writeFileSync(join(dir, 's.json'), JSON.stringify({ turns: [{ content: [{ type: 'text', text: 'x' }] }] }));
+    return { dir, model: `scripted:${join(dir, 's.json')}` };
+  };
+  for (const [flag, value, message] of [
+    ['--image', 'sandloop-no-such-image:1', /^sandloop: error: --image sandloop-no-such-image:1 does not exist; build it with/],
+    ['--network', 'sandloop-no-such-net', /^sandloop: error: --network sandloop-no-such-net: no such Docker network/],
+    ['--runtime', 'no-such-runtime', /^sandloop: error: --runtime no-such-runtime is not registered with the Docker daemon .*; to use it, register it/],
+  ] as const) {
+    it(`${flag} ${value}: exit 2, one line, nothing started`, { timeout: 30_000 }, async () => {
+      const { dir, model } = script();
+      const before = sandloopContainers().length;
+      const run = await runCli(['run', '--task-dir', dir, '--model', model, flag, value, 'x']);
+      expect(run.code).toBe(2);
+      expect(run.stderr.trim().split('\n')).toHaveLength(1);
+      expect(run.stderr).toMatch(message);
+      expect(sandloopContainers().length).toBeLessThanOrEqual(before);
+    });
+  }
 });

@@ -248,7 +248,7 @@ describe('runLoop', () => {
     const out = await t.run();
     expect(out.toolCalls).toBe(1);
     const calls = t.events.filter((e) => e.type === 'tool_call');
-    expect(calls.map((c) => c.tool_use_id)).toEqual(['attempt2']);
+    expect(calls.map((c) => [c.tool_use_id, c.discarded ?? false])).toEqual([['attempt1', true], ['attempt2', false]]);
   });
 
   it('when one call of a turn fails to start, the others still finish', async () => {
