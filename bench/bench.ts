@@ -32,7 +32,7 @@ const docker = await connectDocker();
 await ensureImage(docker, DEFAULT_IMAGE, note);
 const taskDir = mkdtempSync(join(tmpdir(), 'sandloop-bench-'));
 const sandbox = (warm: boolean) =>
-  new DockerSandbox({ docker, runId: newRunId(), image: DEFAULT_IMAGE, taskDir, memoryBytes: 1024 ** 3, cpus: 1, pids: 256, maxOutput: 30_000, warm });
+  new DockerSandbox({ docker, runId: newRunId(), image: DEFAULT_IMAGE, workspace: taskDir, memoryBytes: 1024 ** 3, cpus: 1, pids: 256, maxOutput: 30_000, warm });
 
 async function latencyTable(cmd: string) {
   note(`per-call latency of ${cmd} (${N} calls each)...`);

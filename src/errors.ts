@@ -30,6 +30,11 @@ export class ImageBuildError extends Error {
   override name = 'ImageBuildError';
 }
 
+/** `--apply` was refused: the task dir changed during the run. The changes stay in --out. Exit 1. */
+export class ApplyRefusedError extends Error {
+  override name = 'ApplyRefusedError';
+}
+
 /** The model API failed for good (after retries). `kind` is the API's error type. */
 export class ModelError extends Error {
   override name = 'ModelError';

@@ -56,6 +56,16 @@ export interface RunOptions {
   allowDangerousMount?: boolean;
   /** Deadline of each Docker API request, in seconds. Default 30. */
   dockerTimeout?: number | string;
+  /** How the task dir reaches /workspace: `rw` bind (default), `ro` bind, or `copy` into a volume of the run's own. */
+  mount?: string;
+  /** `copy`: gitignore-style patterns left out of the copy. */
+  exclude?: string[];
+  /** `copy`: honour .gitignore files. Default true. */
+  gitignore?: boolean;
+  /** `copy`: where the result goes (workspace/, changes.patch, changes.json). Default `sandloop-results/<run id>`. */
+  out?: string;
+  /** `copy`: apply the changes to the task dir after the run (refused if the task dir changed meanwhile). */
+  apply?: boolean;
   /** Write every event as JSONL to this file, as the run goes. */
   transcript?: string;
   /** Cancels the run: running containers are killed and the status is `aborted`. */
@@ -97,7 +107,14 @@ export interface ResolvedOptions {
   runtime?: string;
   workspaceMaxBytes: number;
   dockerTimeoutMs: number;
+  mount: MountMode;
+  exclude: string[];
+  gitignore: boolean;
+  out?: string;
+  apply: boolean;
 }
+
+export type MountMode = 'rw' | 'ro' | 'copy';
 
 /** Validate at the edge, with messages that quote what was given. Throws ConfigError. */
 export function resolveOptions(o: RunOptions, defaultImage: string): ResolvedOptions {
@@ -135,6 +152,7 @@ export function resolveOptions(o: RunOptions, defaultImage: string): ResolvedOpt
     runtime: o.runtime === undefined ? undefined : runtime(o.runtime),
     workspaceMaxBytes: parseSize(o.workspaceMax ?? '1g', '--workspace-max', 1024 ** 2),
     dockerTimeoutMs: positiveNumber(o.dockerTimeout, 30, '--docker-timeout', ' of seconds') * 1000,
+    ...copyOptions(o),
   };
 }
 
@@ -188,6 +206,17 @@ export function parseSize(value: string | number, flag: string, min: number): nu
     throw new ConfigError(`${flag} must be a size of at least ${min / 1024 ** 2}m such as 512m or 1g, got ${quote(value)}`);
   }
   return bytes;
+}
+
+function copyOptions(o: RunOptions): Pick<ResolvedOptions, 'mount' | 'exclude' | 'gitignore' | 'out' | 'apply'> {
+  const mount = o.mount ?? 'rw';
+  if (mount !== 'rw' && mount !== 'ro' && mount !== 'copy') throw new ConfigError(`--mount must be rw, ro or copy, got ${quote(mount)}`);
+  if (mount !== 'copy') {
+    for (const [flag, given] of [['--apply', o.apply], ['--out', o.out], ['--exclude', o.exclude?.length]] as const) {
+      if (given) throw new ConfigError(`${flag} needs --mount copy`);
+    }
+  }
+  return { mount, exclude: o.exclude ?? [], gitignore: o.gitignore ?? true, out: o.out, apply: o.apply ?? false };
 }
 
 function safeTaskDir(dir: string, allowed: boolean): string {

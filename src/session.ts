@@ -14,7 +14,11 @@ import { sweepOrphans } from './sandbox/reaper.js';
 import { checkDaemonSettings } from './sandbox/preflight.js';
 import { setDockerTimeout } from './sandbox/deadline.js';
 import { sweepStaleChannels } from './sandbox/fifo-channel.js';
-import type { Message, RunEvent, RunResult } from './types.js';
+import type { Message, RunEvent, RunResult, WorkspaceReport } from './types.js';
+import { ApplyRefusedError } from './errors.js';
+import { applyChanges } from './workspace/apply-changes.js';
+import { CopyWorkspace } from './workspace/copy-workspace.js';
+import { join } from 'node:path';
 
 /**
  * One sandbox and one conversation: `run` a prompt, then another that sees
@@ -35,6 +39,7 @@ export class AgentSession {
     readonly options: ResolvedOptions,
     private readonly model: Model,
     private readonly sandbox: DockerSandbox,
+    private readonly workspace: CopyWorkspace | undefined,
     private readonly signal: AbortSignal,
     private readonly onEvent: (event: RunEvent) => void,
     transcriptPath?: string,
@@ -42,7 +47,11 @@ export class AgentSession {
     if (transcriptPath) this.transcript = new TranscriptWriter(transcriptPath);
   }
 
-  /** Validate options (ConfigError), find Docker (DockerUnavailableError), make sure the image exists. */
+  /**
+   * Validate options (ConfigError), find Docker (DockerUnavailableError), make
+   * sure the image exists, and with `mount: 'copy'` copy the task dir into the
+   * run's volume.
+   */
   static async open(options: RunOptions): Promise<AgentSession> {
     const resolved = resolveOptions(options, DEFAULT_IMAGE);
     const model = makeModel(resolved);
@@ -50,35 +59,33 @@ export class AgentSession {
     const docker: Docker = options.docker ?? (await connectDocker());
     await Promise.all([sweepOrphans(docker), sweepStaleChannels()]);
     await checkDaemonSettings(docker, resolved);
-    await ensureImage(docker, resolved.image, options.onProgress ?? (() => {}));
+    const progress = options.onProgress ?? (() => {});
+    await ensureImage(docker, resolved.image, progress);
     const runId = options.runId ?? newRunId();
-    const uid = process.getuid?.();
+    const workspace =
+      resolved.mount === 'copy'
+        ? await CopyWorkspace.create({ docker, runId, taskDir: resolved.taskDir, image: resolved.image, excludes: resolved.exclude, gitignore: resolved.gitignore, progress })
+        : undefined;
     const sandbox = new DockerSandbox({
       docker,
       runId,
       image: resolved.image,
-      taskDir: resolved.taskDir,
+      workspace: workspace?.volume ?? resolved.taskDir,
+      readOnly: resolved.mount === 'ro',
       network: resolved.network,
       memoryBytes: resolved.memoryBytes,
       cpus: resolved.cpus,
       pids: resolved.pids,
       env: resolved.env,
-      user: uid !== undefined && uid !== 0 ? `${uid}:${process.getgid?.()}` : undefined,
+      user: invokingUser(),
       maxOutput: resolved.maxOutput,
       warm: resolved.warm,
       runtime: resolved.runtime,
       fileSizeMax: resolved.workspaceMaxBytes,
       pool: { maxReady: Math.max(2, resolved.parallel) },
     });
-    const session = new AgentSession(
-      runId,
-      resolved,
-      model,
-      sandbox,
-      options.signal ?? new AbortController().signal,
-      options.onEvent ?? (() => {}),
-      options.transcript,
-    );
+    const signal = options.signal ?? new AbortController().signal;
+    const session = new AgentSession(runId, resolved, model, sandbox, workspace, signal, options.onEvent ?? (() => {}), options.transcript);
     session.emit({
       type: 'system',
       subtype: 'init',
@@ -109,6 +116,7 @@ export class AgentSession {
       maxTokens: this.options.maxTokens,
       timeoutSeconds: this.options.timeoutSeconds,
       parallel: this.options.parallel,
+      readOnlyWorkspace: this.options.mount === 'ro',
       signal: this.signal,
       onEvent: (event) => this.emit(event),
     });
@@ -129,12 +137,36 @@ export class AgentSession {
     return result;
   }
 
-  /** Kill and remove every container of this run. Safe to call twice. */
+  /**
+   * `--mount copy`: copy the finished workspace out to `--out` with
+   * changes.patch and changes.json, and apply it to the task dir with
+   * `apply` (refused, with `apply_refused` set, when the task dir changed
+   * during the run). Undefined for bind mounts.
+   */
+  async finish(): Promise<WorkspaceReport | undefined> {
+    if (!this.workspace) return undefined;
+    const out = this.options.out ?? join('sandloop-results', this.runId);
+    const report = await this.workspace.export(out, this.options.workspaceMaxBytes);
+    if (this.options.apply) {
+      try {
+        applyChanges(this.options.taskDir, join(report.out, 'workspace'), report.changes, this.workspace.plan);
+        report.applied = true;
+      } catch (err) {
+        if (!(err instanceof ApplyRefusedError)) throw err;
+        report.apply_refused = err.message;
+      }
+    }
+    this.emit({ type: 'workspace', ...report });
+    return report;
+  }
+
+  /** Kill and remove every container and volume of this run. Safe to call twice. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     try {
       await this.sandbox.close();
+      await this.workspace?.close();
     } finally {
       this.transcript?.close();
     }
@@ -148,6 +180,12 @@ export class AgentSession {
     this.transcript?.write(event);
     this.onEvent(event);
   }
+}
+
+/** The invoking user's uid:gid, so files written to the task dir are theirs; undefined for root. */
+function invokingUser(): string | undefined {
+  const uid = process.getuid?.();
+  return uid !== undefined && uid !== 0 ? `${uid}:${process.getgid?.()}` : undefined;
 }
 
 function makeModel(o: ResolvedOptions): Model {
@@ -175,7 +213,9 @@ function appendUserText(messages: Message[], text: string): void {
 export async function runAgent(options: RunOptions & { prompt: string }): Promise<RunResult> {
   const session = await AgentSession.open(options);
   try {
-    return await session.run(options.prompt);
+    const result = await session.run(options.prompt);
+    const workspace = await session.finish();
+    return workspace ? { ...result, workspace } : result;
   } finally {
     await session.close();
   }

@@ -72,6 +72,40 @@ export interface ExecResult {
   timeoutSeconds: number;
 }
 
+/** What the agent changed, relative to the task dir as it was copied in (`--mount copy`). */
+export interface WorkspaceChanges {
+  added: string[];
+  modified: string[];
+  deleted: string[];
+  /** Changed paths that are binary: listed, not diffed. */
+  binary: string[];
+}
+
+/** An archive entry refused on the way out of the sandbox, with why. */
+export interface Rejected {
+  path: string;
+  reason: string;
+}
+
+/** What a copy-mode run did to its workspace: printed, written to changes.json and put in the JSON result. */
+export interface WorkspaceReport {
+  mode: 'copy';
+  /** The --out directory: workspace/, changes.patch, changes.json. */
+  out: string;
+  copied: { files: number; bytes: number };
+  /** What was left out of the copy, with why. */
+  excluded: string[];
+  changes: WorkspaceChanges;
+  /** Entries of the finished workspace refused on the way out. */
+  rejected: Rejected[];
+  /** Task dir paths that changed while the run went on (then --apply is refused). */
+  task_dir_changed: string[];
+  /** The changes were applied to the task dir (--apply). */
+  applied: boolean;
+  /** Why --apply was refused, when it was. */
+  apply_refused?: string;
+}
+
 /** Why a run ended. Decided in one place: the loop. */
 export type RunStatus = 'completed' | 'max_turns' | 'max_tokens' | 'error' | 'aborted';
 
@@ -91,6 +125,8 @@ export interface RunResult {
   error?: string;
   /** Set when status is `error`: the API's error type (`rate_limit_error`, `authentication_error` ...). */
   error_type?: string;
+  /** `--mount copy`: what the run changed, and where the result went. */
+  workspace?: WorkspaceReport;
   /** The whole conversation, so a REPL can carry history to the next prompt. */
   messages: Message[];
 }
@@ -119,7 +155,8 @@ export type RunEvent =
   | { type: 'tool_start'; turn: number; tool_use_id: string; command: string }
   | ToolCallEvent
   | { type: 'retry'; turn: number; attempt: number; delay_ms: number; reason: string }
-  | ({ type: 'result' } & Omit<RunResult, 'messages'>);
+  | ({ type: 'result' } & Omit<RunResult, 'messages'>)
+  | ({ type: 'workspace' } & WorkspaceReport);
 
 export interface ToolCallEvent {
   type: 'tool_call';

@@ -2,7 +2,7 @@ import type { TestProject } from 'vitest/node';
 import { connectDocker } from '../src/sandbox/docker-client.js';
 import { DEFAULT_IMAGE, buildSandboxImage } from '../src/sandbox/image.js';
 import { hasImage } from '../src/sandbox/base-image.js';
-import { listRunContainers, removeContainer } from '../src/sandbox/reaper.js';
+import { listRunContainers, listRunVolumes, removeLeftovers } from '../src/sandbox/reaper.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -34,15 +34,16 @@ export default async function setup(project: TestProject): Promise<(() => Promis
     process.stderr.write(`building ${DEFAULT_IMAGE} for the tests (once)...\n`);
     await buildSandboxImage(docker, { progress: (line) => process.stderr.write(`  ${line}\n`) });
   }
-  const before = new Set((await listRunContainers(docker)).map((c) => c.id));
-  // A leak fails the run: no test may leave a sandloop container behind.
+  const all = async () => [...(await listRunContainers(docker)), ...(await listRunVolumes(docker))];
+  const before = new Set((await all()).map((c) => c.id));
+  // A leak fails the run: no test may leave a sandloop container or volume behind.
   return async () => {
-    const leaked = (await listRunContainers(docker)).filter((c) => !before.has(c.id));
+    const leaked = (await all()).filter((c) => !before.has(c.id));
     if (leaked.length > 0) {
-      await Promise.all(leaked.map((c) => removeContainer(docker, c.id)));
+      await removeLeftovers(docker, leaked);
       // vitest reports a teardown error but keeps exit code 0: set it ourselves.
       process.exitCode = 1;
-      throw new Error(`the tests left ${leaked.length} sandloop containers behind: ${leaked.map((c) => `${c.id.slice(0, 12)} (run ${c.runId})`).join(', ')}`);
+      throw new Error(`the tests left ${leaked.length} sandloop containers or volumes behind: ${leaked.map((c) => `${c.kind} ${c.id.slice(0, 12)} (run ${c.runId})`).join(', ')}`);
     }
   };
 }

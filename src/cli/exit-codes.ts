@@ -1,4 +1,5 @@
 import { ConfigError, DockerUnavailableError, ImageBuildError } from '../errors.js';
+
 import type { RunResult } from '../types.js';
 
 /** Every exit code sandloop uses. The README's table lists the same. */

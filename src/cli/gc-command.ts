@@ -2,7 +2,7 @@ import { setVerbose } from '../log.js';
 import { connectDocker } from '../sandbox/docker-client.js';
 import { sweepStaleChannels } from '../sandbox/fifo-channel.js';
 import { PID_LABEL, STARTED_LABEL } from '../sandbox/labels.js';
-import { findOrphans, listRunContainers, removeContainer } from '../sandbox/reaper.js';
+import { findOrphans, listRunContainers, listRunVolumes, removeLeftovers } from '../sandbox/reaper.js';
 
 export interface GcArgs {
   dryRun: boolean;
@@ -14,13 +14,16 @@ export interface GcArgs {
 export async function gcCommand(args: GcArgs): Promise<number> {
   setVerbose(args.verbose);
   const docker = await connectDocker();
-  const leftovers = args.all ? await listRunContainers(docker) : await findOrphans(docker);
+  const leftovers = args.all ? [...(await listRunContainers(docker)), ...(await listRunVolumes(docker))] : await findOrphans(docker);
+  if (!args.dryRun) {
+    await removeLeftovers(docker, leftovers);
+    await sweepStaleChannels();
+  }
   for (const c of leftovers) {
-    const line = `${c.id.slice(0, 12)} run ${c.runId} (${c.state}; owner pid ${c.labels[PID_LABEL] ?? '?'}, started ${c.labels[STARTED_LABEL] ?? '?'})`;
-    if (!args.dryRun) await removeContainer(docker, c.id);
+    const name = c.kind === 'container' ? `container ${c.id.slice(0, 12)}` : `volume ${c.id}`;
+    const line = `${name} run ${c.runId} (${c.state}; owner pid ${c.labels[PID_LABEL] ?? '?'}, started ${c.labels[STARTED_LABEL] ?? '?'})`;
     process.stdout.write(`${args.dryRun ? 'would remove' : 'removed'} ${line}\n`);
   }
-  if (!args.dryRun) await sweepStaleChannels();
-  process.stderr.write(`${leftovers.length} ${args.all ? 'sandloop' : 'leftover'} container${leftovers.length === 1 ? '' : 's'}${args.dryRun ? ' found (dry run: nothing removed)' : ' removed'}\n`);
+  process.stderr.write(`${leftovers.length} ${args.all ? 'sandloop' : 'leftover'} containers and volumes${args.dryRun ? ' found (dry run: nothing removed)' : ' removed'}\n`);
   return 0;
 }

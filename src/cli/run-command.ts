@@ -34,8 +34,17 @@ export async function runCommand(args: RunArgs): Promise<number> {
       onProgress: args.quiet && !args.verbose ? () => {} : (line) => say(terminalSafe(line)),
     });
     try {
-      if (prompt === undefined) return await repl(session, controller.signal);
-      return report(args, await session.run(prompt));
+      if (prompt === undefined) {
+        const code = await repl(session, controller.signal);
+        await session.finish();
+        return code;
+      }
+      const result = await session.run(prompt);
+      const workspace = await session.finish();
+      if (workspace?.apply_refused) say(`sandloop: error: ${workspace.apply_refused}`);
+      const code = report(args, workspace ? { ...result, workspace } : result);
+      // A refused --apply is a failure of what was asked, even when the agent completed.
+      return workspace?.apply_refused && code === EXIT.completed ? EXIT.failed : code;
     } finally {
       await session.close();
     }

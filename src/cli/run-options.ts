@@ -27,6 +27,11 @@ export function withRunFlags<T>(y: Argv<T>) {
     .option('workspace-max', { type: 'string', describe: 'Largest file a command may write (RLIMIT_FSIZE)', defaultDescription: '1g' })
     .option('allow-dangerous-mount', { type: 'boolean', default: false, describe: 'Mount the task dir even if it is /, your home, a system directory, or holds a Docker socket' })
     .option('docker-timeout', { requiresArg: true, describe: 'Seconds each Docker API request may take before it is an error', defaultDescription: '30' })
+    .option('mount', { choices: ['rw', 'ro', 'copy'] as const, describe: 'How the task dir reaches /workspace: rw bind, ro bind, or copy into a volume (the host dir is never touched)', defaultDescription: 'rw' })
+    .option('exclude', { type: 'string', array: true, describe: 'copy: a gitignore-style pattern to leave out of the copy (repeatable)' })
+    .option('no-gitignore', { type: 'boolean', default: false, describe: 'copy: copy .gitignored paths too' })
+    .option('out', { type: 'string', describe: 'copy: where the result goes (workspace/, changes.patch, changes.json)', defaultDescription: 'sandloop-results/<run id>' })
+    .option('apply', { type: 'boolean', default: false, describe: 'copy: apply the changes to the task dir after the run (refused if it changed meanwhile)' })
     .option('no-warm', { type: 'boolean', default: false, describe: 'Do not start containers ahead of time: each call creates its own (slower)' })
     .option('transcript', { type: 'string', describe: 'Write every event as JSONL to FILE' })
     .option('output-format', { choices: ['text', 'json', 'stream-json'] as const, default: 'text' as const, describe: 'text: progress on stderr, answer on stdout; json: one result object; stream-json: one event per line' })
@@ -57,6 +62,11 @@ export interface RunFlags {
   workspaceMax?: string;
   allowDangerousMount?: boolean;
   dockerTimeout?: string | number;
+  mount?: string;
+  exclude?: string[];
+  noGitignore?: boolean;
+  out?: string;
+  apply?: boolean;
 }
 
 export function runOptionsFrom(flags: RunFlags): RunOptions {
@@ -83,5 +93,10 @@ export function runOptionsFrom(flags: RunFlags): RunOptions {
     workspaceMax: flags.workspaceMax,
     allowDangerousMount: flags.allowDangerousMount,
     dockerTimeout: flags.dockerTimeout,
+    mount: flags.mount,
+    exclude: flags.exclude,
+    gitignore: !flags.noGitignore,
+    out: flags.out,
+    apply: flags.apply,
   };
 }

@@ -55,6 +55,13 @@ export function textRenderer(write: (line: string) => void, style: Style): (even
         write(`  ${mark} ${style.dim(`${what} · ${secs} s${event.truncated ? ' · output truncated' : ''}`)}`);
         break;
       }
+      case 'workspace': {
+        const c = event.changes;
+        write(`workspace: ${c.added.length} added, ${c.modified.length} modified, ${c.deleted.length} deleted${c.binary.length ? ` (${c.binary.length} binary, listed not diffed)` : ''} → ${event.out}/ (workspace/, changes.patch, changes.json)${event.applied ? '; applied to the task dir' : ''}`);
+        for (const r of event.rejected) write(style.yellow(`  refused ${terminalSafe(r.path)}: ${terminalSafe(r.reason)}`));
+        if (event.task_dir_changed.length) write(style.yellow(`  the task dir changed during the run: ${event.task_dir_changed.slice(0, 5).map(terminalSafe).join(', ')}`));
+        break;
+      }
       case 'retry':
         write(style.yellow(`  ↻ retry ${event.attempt} in ${(event.delay_ms / 1000).toFixed(1)} s: ${event.reason}`));
         break;

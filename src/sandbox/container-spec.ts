@@ -6,9 +6,9 @@ export interface ContainerSpec {
   runId: string;
   /** The sandbox image, e.g. `sandloop-sandbox:latest`. */
   image: string;
-  /** Absolute host path mounted at /workspace. */
-  taskDir: string;
-  /** Mount the task dir read-only. */
+  /** What is mounted at /workspace: an absolute host path (bind mount) or a Docker volume name. */
+  workspace: string;
+  /** Mount it read-only. */
   readOnly?: boolean;
   /** Docker network mode: `none` (default) or `bridge`. */
   network?: string;
@@ -53,7 +53,7 @@ export function createOptions(
     AttachStderr: !extra.binds,
     NetworkDisabled: (spec.network ?? 'none') === 'none',
     HostConfig: {
-      Binds: [`${spec.taskDir}:/workspace:${spec.readOnly ? 'ro' : 'rw'}`, ...(extra.binds ?? [])],
+      Binds: [`${spec.workspace}:/workspace:${spec.readOnly ? 'ro' : 'rw'}`, ...(extra.binds ?? [])],
       NetworkMode: spec.network ?? 'none',
       CapDrop: ['ALL'],
       SecurityOpt: ['no-new-privileges'],

@@ -6,8 +6,10 @@ import { RUN_LABEL, ownerAlive } from './labels.js';
 
 const log = createLogger('reaper');
 
-/** A sandloop container as a reaper sees it. */
+/** A sandloop container or volume as a reaper sees it. */
 export interface Leftover {
+  kind: 'container' | 'volume';
+  /** Container id, or volume name. */
   id: string;
   runId: string;
   state: string;
@@ -18,7 +20,24 @@ export interface Leftover {
 export async function listRunContainers(docker: Docker, runId?: string): Promise<Leftover[]> {
   const label = runId ? `${RUN_LABEL}=${runId}` : RUN_LABEL;
   const found = await dockerCall(docker.listContainers({ all: true, filters: { label: [label] } }), 'docker list containers');
-  return found.map((c) => ({ id: c.Id, runId: c.Labels[RUN_LABEL] ?? '', state: c.State, labels: c.Labels }));
+  return found.map((c) => ({ kind: 'container' as const, id: c.Id, runId: c.Labels[RUN_LABEL] ?? '', state: c.State, labels: c.Labels }));
+}
+
+/** Every volume labelled with this run id, or with any run id. */
+export async function listRunVolumes(docker: Docker, runId?: string): Promise<Leftover[]> {
+  const label = runId ? `${RUN_LABEL}=${runId}` : RUN_LABEL;
+  const found = await dockerCall(docker.listVolumes({ filters: { label: [label] } }), 'docker list volumes');
+  return (found.Volumes ?? []).map((v) => ({ kind: 'volume' as const, id: v.Name, runId: v.Labels?.[RUN_LABEL] ?? '', state: 'volume', labels: v.Labels ?? {} }));
+}
+
+/** Remove a leftover of either kind; one already gone is fine. */
+export async function removeLeftover(docker: Docker, leftover: Leftover): Promise<void> {
+  if (leftover.kind === 'container') return removeContainer(docker, leftover.id);
+  try {
+    await dockerCall(docker.getVolume(leftover.id).remove({ force: true }), `docker volume remove ${leftover.id}`);
+  } catch (err) {
+    if ((err as { statusCode?: number }).statusCode !== 404) throw err;
+  }
 }
 
 /**
@@ -29,20 +48,29 @@ export async function listRunContainers(docker: Docker, runId?: string): Promise
 export async function removeRunContainers(docker: Docker, runId: string): Promise<string[]> {
   const found = await listRunContainers(docker, runId);
   await Promise.all(found.map((c) => removeContainer(docker, c.id)));
-  return found.map((c) => c.id);
+  const volumes = await listRunVolumes(docker, runId);
+  await Promise.all(volumes.map((v) => removeLeftover(docker, v)));
+  return [...found, ...volumes].map((c) => c.id);
 }
 
-/** Containers whose owning sandloop process on this host is gone (crashed, or killed with -9). */
+/** Containers and volumes whose owning sandloop process on this host is gone (crashed, or killed with -9). */
 export async function findOrphans(docker: Docker): Promise<Leftover[]> {
-  return (await listRunContainers(docker)).filter((c) => !ownerAlive(c.labels));
+  const all = [...(await listRunContainers(docker)), ...(await listRunVolumes(docker))];
+  return all.filter((c) => !ownerAlive(c.labels));
+}
+
+/** Remove leftovers: containers first, since a volume in use cannot go. */
+export async function removeLeftovers(docker: Docker, leftovers: Leftover[]): Promise<void> {
+  await Promise.all(leftovers.filter((l) => l.kind === 'container').map((l) => removeLeftover(docker, l)));
+  await Promise.all(leftovers.filter((l) => l.kind === 'volume').map((l) => removeLeftover(docker, l)));
 }
 
 /** The start-up sweep: remove what dead runs left behind. Never fails the caller. */
 export async function sweepOrphans(docker: Docker): Promise<string[]> {
   try {
     const orphans = await findOrphans(docker);
-    await Promise.all(orphans.map((c) => removeContainer(docker, c.id)));
-    if (orphans.length) log(`removed ${orphans.length} containers left by dead runs`);
+    await removeLeftovers(docker, orphans);
+    if (orphans.length) log(`removed ${orphans.length} containers and volumes left by dead runs`);
     return orphans.map((c) => c.id);
   } catch (err) {
     log(`start-up sweep failed: ${errorMessage(err)}`);

@@ -56,12 +56,12 @@ describeDocker('cleanup that survives a kill -9', () => {
 
     const dry = await runCli(['gc', '--dry-run']);
     expect(dry.code).toBe(0);
-    expect(dry.stdout).toContain(`would remove ${left[0]!.slice(0, 12)} run ${runId}`);
+    expect(dry.stdout).toContain(`would remove container ${left[0]!.slice(0, 12)} run ${runId}`);
     expect(sandloopContainers(runId)).toEqual(left);
 
     const gc = await runCli(['gc']);
     expect(gc.code).toBe(0);
-    expect(gc.stdout).toContain(`removed ${left[0]!.slice(0, 12)} run ${runId}`);
+    expect(gc.stdout).toContain(`removed container ${left[0]!.slice(0, 12)} run ${runId}`);
     expect(sandloopContainers(runId)).toEqual([]);
   });
 });

@@ -16,7 +16,7 @@ describeDocker('DockerSandbox (real Docker)', () => {
       docker: await connectDocker(),
       runId,
       image: inject('image'),
-      taskDir,
+      workspace: taskDir,
       memoryBytes: 512 * 1024 ** 2,
       cpus: 1,
       pids: 256,
@@ -111,7 +111,7 @@ describeDocker('DockerSandbox (real Docker)', () => {
   it('runs as the given uid:gid, so files in the task dir belong to that user', { timeout: 30_000 }, async () => {
     const shared = mkdtempSync(join(tmpdir(), 'sandloop-owner-'));
     chmodSync(shared, 0o777);
-    const asUser = await make({ user: '4242:4343', taskDir: shared });
+    const asUser = await make({ user: '4242:4343', workspace: shared });
     const r = await asUser.exec('id -u; id -g; echo hi > /tmp/t && echo tmp-ok; mkdir -p sub && touch sub/owned', { timeoutSeconds: 30 });
     expect(r.exitCode).toBe(0);
     expect(r.stdout).toContain('4242\n4343\ntmp-ok');

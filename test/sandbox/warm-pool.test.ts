@@ -24,7 +24,7 @@ describeDocker('the warm pool (real Docker)', () => {
   const make = async (warm: boolean) => {
     const runId = newRunId();
     runIds.push(runId);
-    return new DockerSandbox({ docker: await connectDocker(), runId, image: inject('image'), taskDir, memoryBytes: 256 * 1024 ** 2, cpus: 0.5, pids: 128, maxOutput: 30_000, warm });
+    return new DockerSandbox({ docker: await connectDocker(), runId, image: inject('image'), workspace: taskDir, memoryBytes: 256 * 1024 ** 2, cpus: 0.5, pids: 128, maxOutput: 30_000, warm });
   };
   afterAll(() => {
     for (const id of runIds) expect(sandloopContainers(id)).toEqual([]);
