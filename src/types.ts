@@ -182,3 +182,75 @@ export interface ToolCallEvent {
    */
   discarded?: boolean;
 }
+
+/** One case of a batch, as read from a prompt file (and its suite's sandloop.yaml defaults). */
+export interface CaseSpec {
+  /** Unique within the batch; defaults to the file name without extension (and the index, in a suite file). */
+  name: string;
+  /** The prompt: the Markdown body, or the `prompt` field. */
+  prompt: string;
+  /** The file the case came from, absolute. */
+  file: string;
+  /** 1-based line where the case starts in its file. */
+  line: number;
+  /** Absolute path of a directory copied into the case's fresh workspace. */
+  fixture?: string;
+  max_turns?: number;
+  /** Per bash call, seconds. */
+  timeout?: number;
+  /** A model id or `scripted:PATH` (PATH resolved relative to the case's file). */
+  model?: string;
+  /** Commands run after the agent finishes, each in a fresh sandbox container with the final workspace. */
+  checks: string[];
+  /** A regex the final assistant text must match; a leading `(?i)` makes it case-insensitive. */
+  expect?: string;
+  /** How many times to run the case (pass@k / pass^k). */
+  repeat: number;
+  tags: string[];
+}
+
+/** A prompt file that could not be read as cases. */
+export interface InvalidCaseFile {
+  file: string;
+  line: number;
+  /** `field: problem`, or the parse error. */
+  message: string;
+}
+
+export type CaseStatus = 'pass' | 'fail' | 'error' | 'invalid';
+
+export interface CheckResult {
+  command: string;
+  exit_code: number;
+  passed: boolean;
+  /** stdout and stderr of the check, cut to a few KB. */
+  output: string;
+  duration_ms: number;
+  timed_out: boolean;
+}
+
+/** One finished attempt of a case: a line of results.jsonl. */
+export interface CaseResult {
+  name: string;
+  file: string;
+  /** 1..repeat. */
+  attempt: number;
+  status: CaseStatus;
+  /** Why it did not pass, in one line. */
+  reason?: string;
+  /** The episode's own status. */
+  run_status?: RunStatus;
+  turns: number;
+  tool_calls: number;
+  duration_ms: number;
+  usage: Usage;
+  cost_usd: number;
+  checks: CheckResult[];
+  expect?: { pattern: string; matched: boolean };
+  /** The final assistant text. */
+  result?: string;
+  /** The case's directory, relative to the results dir. */
+  dir: string;
+  tags: string[];
+  error?: string;
+}
