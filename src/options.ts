@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import type Docker from 'dockerode';
 import { ConfigError } from './errors.js';
 import type { Model } from './model/model.js';
+import type { RateGate } from './model/rate-gate.js';
 import type { RunEvent } from './types.js';
 import { dangerousMountReason } from './workspace/dangerous-dirs.js';
 
@@ -80,6 +81,8 @@ export interface RunOptions {
   environment?: Record<string, string | undefined>;
   /** Use this run id instead of a fresh one. */
   runId?: string;
+  /** Share API back-off with other episodes (a batch passes one gate to every case). */
+  rateGate?: RateGate;
 }
 
 /** Options after validation, with every default filled in. */
@@ -112,6 +115,7 @@ export interface ResolvedOptions {
   gitignore: boolean;
   out?: string;
   apply: boolean;
+  rateGate?: RateGate;
 }
 
 export type MountMode = 'rw' | 'ro' | 'copy';
@@ -153,6 +157,7 @@ export function resolveOptions(o: RunOptions, defaultImage: string): ResolvedOpt
     workspaceMaxBytes: parseSize(o.workspaceMax ?? '1g', '--workspace-max', 1024 ** 2),
     dockerTimeoutMs: positiveNumber(o.dockerTimeout, 30, '--docker-timeout', ' of seconds') * 1000,
     ...copyOptions(o),
+    rateGate: o.rateGate,
   };
 }
 

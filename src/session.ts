@@ -191,7 +191,7 @@ function invokingUser(): string | undefined {
 function makeModel(o: ResolvedOptions): Model {
   if (typeof o.model !== 'string') return o.model;
   if (o.model.startsWith('scripted:')) return ScriptedModel.fromFile(o.model.slice('scripted:'.length));
-  return new AnthropicModel({ model: o.model, apiKey: o.apiKey, baseURL: o.baseURL, maxRetries: o.maxRetries });
+  return new AnthropicModel({ model: o.model, apiKey: o.apiKey, baseURL: o.baseURL, maxRetries: o.maxRetries, gate: o.rateGate });
 }
 
 /** A new prompt after tool results joins that user message: roles must alternate. */

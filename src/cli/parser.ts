@@ -1,7 +1,8 @@
 import yargs from 'yargs';
 import { ConfigError } from '../errors.js';
+import type { BatchArgs } from './batch-command.js';
 import type { RunArgs } from './run-command.js';
-import { withRunFlags } from './run-options.js';
+import { withAgentFlags, withRunFlags } from './run-options.js';
 
 export interface CliOutcome {
   exitCode: number;
@@ -62,6 +63,26 @@ export function buildParser(argv: string[], outcome: CliOutcome) {
         .demandCommand(1, 'name an image command: build'),
     )
     .command(
+      'batch [inputs..]',
+      'Evaluate prompt files (files, folders or globs): each case in a fresh workspace, with checks, live progress, JSONL and JUnit',
+      (y) =>
+        withAgentFlags(y)
+          .positional('inputs', { type: 'string', array: true, describe: 'Prompt files, folders or globs' })
+          .option('concurrency', { alias: 'j', requiresArg: true, default: 4, describe: 'Most cases at once' })
+          .option('out', { type: 'string', describe: 'Results directory', defaultDescription: 'sandloop-results/<timestamp>' })
+          .option('filter', { type: 'string', describe: 'Only cases whose name contains this or that carry it as a tag' })
+          .option('repeat', { requiresArg: true, describe: 'Attempts of each case that sets no repeat: (pass@k, pass^k)', defaultDescription: '1' })
+          .option('resume', { type: 'string', describe: 'Continue the results dir DIR: skip finished cases, rerun errored and interrupted ones' })
+          .option('max-cost-usd', { requiresArg: true, describe: 'Start no new case once the estimated spend reaches this' })
+          .option('prices', { type: 'string', describe: 'JSON price table (USD per million tokens) merged over the built-in one' })
+          .option('junit', { type: 'string', describe: 'Write JUnit XML to FILE' })
+          .option('mount', { choices: ['copy', 'rw'] as const, describe: "How a case's fresh workspace reaches /workspace: copy (a volume) or rw (a bind mount of a host copy)", defaultDescription: 'copy' }),
+      async (args) => {
+        const { batchCommand } = await import('./batch-command.js');
+        outcome.exitCode = await batchCommand({ ...(args as unknown as BatchArgs), inputs: (args.inputs as string[] | undefined) ?? [] });
+      },
+    )
+    .command(
       'gc',
       'Remove containers left behind by sandloop runs that are gone (crashed or killed)',
       (y) =>
@@ -74,7 +95,7 @@ export function buildParser(argv: string[], outcome: CliOutcome) {
         outcome.exitCode = await gcCommand(args);
       },
     )
-    .demandCommand(1, 'name a command: run, demo, gc or image build')
+    .demandCommand(1, 'name a command: run, batch, demo, gc or image build')
     .strict()
     .help()
     .alias('h', 'help')

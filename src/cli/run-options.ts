@@ -1,13 +1,24 @@
 import type { Argv } from 'yargs';
 import type { RunOptions } from '../options.js';
 
-/**
- * The flags of `run`. Numeric flags have no yargs type, so that validation can
- * quote exactly what was given ("got 'abc'", not "got NaN").
- */
+/** The flags of `run`: the agent flags plus the task dir, workspace and output flags. */
 export function withRunFlags<T>(y: Argv<T>) {
+  return withAgentFlags(y.option('task-dir', { type: 'string', describe: 'Directory mounted read-write at /workspace', defaultDescription: 'current directory' }))
+    .option('mount', { choices: ['rw', 'ro', 'copy'] as const, describe: 'How the task dir reaches /workspace: rw bind, ro bind, or copy into a volume (the host dir is never touched)', defaultDescription: 'rw' })
+    .option('out', { type: 'string', describe: 'copy: where the result goes (workspace/, changes.patch, changes.json)', defaultDescription: 'sandloop-results/<run id>' })
+    .option('apply', { type: 'boolean', default: false, describe: 'copy: apply the changes to the task dir after the run (refused if it changed meanwhile)' })
+    .option('transcript', { type: 'string', describe: 'Write every event as JSONL to FILE' })
+    .option('output-format', { choices: ['text', 'json', 'stream-json'] as const, default: 'text' as const, describe: 'text: progress on stderr, answer on stdout; json: one result object; stream-json: one event per line' })
+    .option('quiet', { alias: 'q', type: 'boolean', default: false, describe: 'No progress on stderr' });
+}
+
+/**
+ * The flags shared by `run` and `batch` (where they are defaults for every
+ * case). Numeric flags have no yargs type, so that validation can quote
+ * exactly what was given ("got 'abc'", not "got NaN").
+ */
+export function withAgentFlags<T>(y: Argv<T>) {
   return y
-    .option('task-dir', { type: 'string', describe: 'Directory mounted read-write at /workspace', defaultDescription: 'current directory' })
     .option('model', { type: 'string', describe: 'Model id, or scripted:FILE to play pre-written turns', defaultDescription: 'MODEL_ID, then claude-sonnet-4-5' })
     .option('max-turns', { requiresArg: true, describe: 'Most model calls in one run', defaultDescription: '50' })
     .option('max-tokens', { requiresArg: true, describe: 'max_tokens of each model call', defaultDescription: '8192' })
@@ -27,15 +38,9 @@ export function withRunFlags<T>(y: Argv<T>) {
     .option('workspace-max', { type: 'string', describe: 'Largest file a command may write (RLIMIT_FSIZE)', defaultDescription: '1g' })
     .option('allow-dangerous-mount', { type: 'boolean', default: false, describe: 'Mount the task dir even if it is /, your home, a system directory, or holds a Docker socket' })
     .option('docker-timeout', { requiresArg: true, describe: 'Seconds each Docker API request may take before it is an error', defaultDescription: '30' })
-    .option('mount', { choices: ['rw', 'ro', 'copy'] as const, describe: 'How the task dir reaches /workspace: rw bind, ro bind, or copy into a volume (the host dir is never touched)', defaultDescription: 'rw' })
     .option('exclude', { type: 'string', array: true, describe: 'copy: a gitignore-style pattern to leave out of the copy (repeatable)' })
     .option('no-gitignore', { type: 'boolean', default: false, describe: 'copy: copy .gitignored paths too' })
-    .option('out', { type: 'string', describe: 'copy: where the result goes (workspace/, changes.patch, changes.json)', defaultDescription: 'sandloop-results/<run id>' })
-    .option('apply', { type: 'boolean', default: false, describe: 'copy: apply the changes to the task dir after the run (refused if it changed meanwhile)' })
     .option('no-warm', { type: 'boolean', default: false, describe: 'Do not start containers ahead of time: each call creates its own (slower)' })
-    .option('transcript', { type: 'string', describe: 'Write every event as JSONL to FILE' })
-    .option('output-format', { choices: ['text', 'json', 'stream-json'] as const, default: 'text' as const, describe: 'text: progress on stderr, answer on stdout; json: one result object; stream-json: one event per line' })
-    .option('quiet', { alias: 'q', type: 'boolean', default: false, describe: 'No progress on stderr' })
     .option('verbose', { alias: 'v', type: 'boolean', default: false, describe: 'Log every Docker and API step to stderr' });
 }
 

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { AbortedError, ModelError } from '../errors.js';
 import type { ContentBlock, ToolUseBlock, Usage } from '../types.js';
 import type { Model, ModelCallOptions, ModelRequest, ModelResponse } from './model.js';
+import type { RateGate } from './rate-gate.js';
 import { MAX_RETRY_DELAY_MS, backoffMs, classifyFailure } from './retry-policy.js';
 
 export interface AnthropicModelOptions {
@@ -17,6 +18,8 @@ export interface AnthropicModelOptions {
   timeoutMs?: number;
   /** Inject a client (tests, proxies). Built from the fields above when absent. */
   client?: Anthropic;
+  /** Shared back-off across episodes (a batch): a 429 here pauses every model call that shares it. */
+  gate?: RateGate;
 }
 
 export const DEFAULT_MAX_RETRIES = 6;
@@ -31,10 +34,12 @@ export class AnthropicModel implements Model {
   readonly name: string;
   private readonly client: Anthropic;
   private readonly maxRetries: number;
+  private readonly gate?: RateGate;
 
   constructor(options: AnthropicModelOptions) {
     this.name = options.model;
     this.maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
+    this.gate = options.gate;
     this.client =
       options.client ??
       new Anthropic({ apiKey: options.apiKey, baseURL: options.baseURL, maxRetries: 0, timeout: options.timeoutMs ?? 600_000 });
@@ -43,6 +48,7 @@ export class AnthropicModel implements Model {
   async complete(request: ModelRequest, { signal, onRetry, onToolUse }: ModelCallOptions): Promise<ModelResponse> {
     for (let attempt = 0; ; attempt++) {
       try {
+        await this.gate?.wait(signal);
         const stream = this.client.messages.stream(
           {
             model: this.name,
@@ -69,6 +75,7 @@ export class AnthropicModel implements Model {
           throw new ModelError(`${verdict.message}${tries}`, verdict.kind, verdict.status, !verdict.retryable);
         }
         const delayMs = Math.min(MAX_RETRY_DELAY_MS, verdict.retryAfterMs ?? backoffMs(attempt));
+        if (verdict.status === 429) this.gate?.pause(delayMs);
         onRetry?.({ attempt: attempt + 1, delayMs, reason: verdict.message });
         try {
           await sleep(delayMs, undefined, { signal });

@@ -71,3 +71,32 @@ async function findDocker(): Promise<Docker> {
     attempts,
   );
 }
+
+/** Requests that hold the connection for as long as a container or a build lives: never queued. */
+const LONG_LIVED = /\/(wait|attach|events|build|logs)\b|^\/images\/create/;
+
+/**
+ * Cap the short Docker API requests in flight at `max` (a batch shares one
+ * daemon between many episodes). Long-lived requests (wait, attach, builds)
+ * pass straight through: queueing them could deadlock.
+ */
+export function limitDockerRequests(docker: Docker, max: number): void {
+  const modem = docker.modem as unknown as { dial: (options: { path?: string; isStream?: boolean }, cb: (...args: unknown[]) => void) => unknown };
+  const dial = modem.dial.bind(modem);
+  let active = 0;
+  const queue: (() => void)[] = [];
+  modem.dial = (options, callback) => {
+    if (options.isStream || LONG_LIVED.test(options.path ?? '')) return dial(options, callback);
+    const start = () => {
+      active++;
+      dial(options, (...args: unknown[]) => {
+        active--;
+        queue.shift()?.();
+        callback(...args);
+      });
+    };
+    if (active < max) start();
+    else queue.push(start);
+    return undefined;
+  };
+}

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import type { RunEvent, WorkspaceReport } from '../../src/types.js';
 import { type FakeAnthropic, type FakeTurn, startFakeAnthropic } from '../fake-anthropic/server.js';
-import { runCli } from '../helpers/cli.js';
+import { type CliOptions, runCli } from '../helpers/cli.js';
 import { describeDocker, sandloopContainers } from '../helpers/docker.js';
 import { treeHash, treeHashWithout } from '../helpers/tree.js';
 
@@ -38,7 +38,7 @@ describeDocker('--mount copy (real Docker)', () => {
     fake = await startFakeAnthropic();
   });
   afterEach(async () => fake.close());
-  const run = (taskDir: string, out: string, extra: string[] = [], onSpawn?: Parameters<typeof runCli>[1]['onSpawn']) =>
+  const run = (taskDir: string, out: string, extra: string[] = [], onSpawn?: CliOptions['onSpawn']) =>
     runCli(['run', '--task-dir', taskDir, '--mount', 'copy', '--out', out, '--output-format', 'json', ...extra, 'x'], {
       env: { ANTHROPIC_API_KEY: 'k', ANTHROPIC_BASE_URL: fake.url },
       onSpawn,

@@ -1,0 +1,405 @@
+/**
+ * Reading `sandloop batch` inputs into cases: finding the prompt files,
+ * parsing the three formats (Markdown, JSONL, YAML suites), layering
+ * `sandloop.yaml` defaults, and turning every problem into an
+ * `InvalidCaseFile` with the line to fix. Only inputs that match nothing
+ * throw: a bad file is a result of the batch, not a reason to run nothing.
+ * Field rules live in case-schema.ts.
+ */
+import { readFile, realpath, stat } from 'node:fs/promises';
+import { dirname, extname, isAbsolute, join, parse as parsePath, relative, resolve } from 'node:path';
+import { glob } from 'tinyglobby';
+import { isMap, isNode, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
+import { ConfigError, errorMessage } from '../errors.js';
+import type { CaseSpec, InvalidCaseFile } from '../types.js';
+import {
+  caseSchema,
+  checkFields,
+  defaultsSchema,
+  frontMatterSchema,
+  mergeFields,
+  PER_CASE_ONLY,
+  suiteSchema,
+  toCaseSpec,
+  type CaseFields,
+  type Checked,
+  type FieldProblem,
+} from './case-schema.js';
+
+export interface LoadedCases {
+  cases: CaseSpec[];
+  invalid: InvalidCaseFile[];
+}
+
+export interface LoadCasesOptions {
+  /** What relative inputs and globs are relative to, and the top of the defaults search for files and globs. Default: process.cwd(). */
+  cwd?: string;
+}
+
+const CASE_EXTENSIONS = ['.md', '.jsonl', '.yaml', '.yml'];
+const DEFAULTS_FILES = ['sandloop.yaml', 'sandloop.yml'];
+/** Fixture trees live next to cases and are full of files that look like prompts. */
+const SKIPPED_DIRS = ['node_modules', '.git', 'fixtures'];
+
+/**
+ * The cases of `inputs` (files, folders, globs), in input order, each folder
+ * or glob sorted by path. Throws ConfigError only for an input that matches
+ * nothing; every problem in a file is in `invalid` instead.
+ */
+export async function loadCases(inputs: string[], options: LoadCasesOptions = {}): Promise<LoadedCases> {
+  const cwd = resolve(options.cwd ?? process.cwd());
+  const found = await findCaseFiles(inputs, cwd);
+  const loader = new CaseLoader(cwd);
+  // One at a time: the first case to take a name keeps it, so the order must not depend on I/O timing.
+  for (const { file, root } of found) await loader.load(file, root);
+  return { cases: loader.cases, invalid: loader.invalid };
+}
+
+// ---------------------------------------------------------------- discovery
+
+/** A prompt file, and the folder the defaults search stops at (the folder the user named, else cwd). */
+interface FoundFile {
+  file: string;
+  root: string;
+}
+
+async function findCaseFiles(inputs: string[], cwd: string): Promise<FoundFile[]> {
+  const found = new Map<string, FoundFile>();
+  for (const input of inputs) {
+    const { files, root } = await expandInput(input, cwd);
+    for (const file of files) {
+      // Keyed by real path: `cases/` and `cases/*.md`, or a symlink, reach the same file twice.
+      const real = await realpath(file);
+      if (!found.has(real)) found.set(real, { file, root });
+    }
+  }
+  return [...found.values()];
+}
+
+async function expandInput(input: string, cwd: string): Promise<{ files: string[]; root: string }> {
+  const abs = resolve(cwd, input);
+  const st = await stat(abs).catch(() => undefined);
+  // An existing path wins over glob syntax: `case[1].md` is a file name before it is a pattern.
+  if (st?.isFile()) return { files: [abs], root: cwd };
+  if (st?.isDirectory()) return { files: matched(input, await filesUnder(abs)), root: abs };
+  if (st) throw new ConfigError(`${input} is not a file or a folder`);
+  if (/[*?[{]/.test(input)) return { files: matched(input, await globbed(input, cwd)), root: cwd };
+  throw new ConfigError(`${input} does not exist`);
+}
+
+function matched(input: string, files: string[]): string[] {
+  if (files.length === 0) throw new ConfigError(`no prompt files match '${input}'`);
+  return files.sort();
+}
+
+async function filesUnder(dir: string): Promise<string[]> {
+  const ignore = SKIPPED_DIRS.map((d) => `**/${d}/**`);
+  const files = await glob('**/*', { cwd: dir, absolute: true, dot: true, onlyFiles: true, ignore });
+  return files.filter((f) => isCaseFile(relative(dir, f)));
+}
+
+/** The file rules apply below the pattern's fixed prefix, so `test/fixtures/*.md` still means what it says. */
+async function globbed(pattern: string, cwd: string): Promise<string[]> {
+  const files = await glob(pattern, { cwd, absolute: true, onlyFiles: true, ignore: ['**/node_modules/**', '**/.git/**'] });
+  const base = resolve(cwd, fixedPrefix(pattern));
+  return files.filter((f) => isCaseFile(relative(base, f)));
+}
+
+function fixedPrefix(pattern: string): string {
+  const parts = pattern.split('/');
+  const firstMagic = parts.findIndex((p) => /[*?[{]/.test(p));
+  return parts.slice(0, firstMagic).join('/') || '.';
+}
+
+/** `rel` is relative to the folder searched. */
+function isCaseFile(rel: string): boolean {
+  const parts = rel.split(/[\\/]/);
+  const name = parts.pop()!;
+  return (
+    CASE_EXTENSIONS.includes(extname(name).toLowerCase()) &&
+    !DEFAULTS_FILES.includes(name) &&
+    name.toLowerCase() !== 'readme.md' &&
+    !parts.some((d) => SKIPPED_DIRS.includes(d))
+  );
+}
+
+// ---------------------------------------------------------------- assembling
+
+/** A case as written, before its fields are checked. */
+interface RawCase {
+  /** The fields (Markdown: the front matter). */
+  value: unknown;
+  /** Where the case starts. */
+  line: number;
+  /** The line of a field (by its path in `value`), or the case's line when it is not written. */
+  lineOf(path: (string | number)[]): number;
+  defaultName: string;
+  /** Markdown only: the body, which is the prompt. */
+  body?: string;
+}
+
+interface ParsedFile {
+  cases: RawCase[];
+  problems: InvalidCaseFile[];
+  /** A suite's own `defaults:`, checked. */
+  defaults?: CaseFields;
+}
+
+class CaseLoader {
+  readonly cases: CaseSpec[] = [];
+  readonly invalid: InvalidCaseFile[] = [];
+  private readonly names = new Map<string, { file: string; line: number }>();
+  private readonly defaults = new DefaultsFiles();
+  private readonly reportedDefaults = new Set<string>();
+
+  constructor(private readonly cwd: string) {}
+
+  async load(file: string, root: string): Promise<void> {
+    const chain = await this.defaults.chain(dirname(file), root);
+    const broken = chain.filter((d) => d.problems.length > 0);
+    if (broken.length > 0) return this.reportBrokenDefaults(file, broken);
+    let text: string;
+    try {
+      text = (await readFile(file, 'utf8')).replace(/^\uFEFF/, '');
+    } catch (err) {
+      this.invalid.push({ file, line: 1, message: `file: cannot be read: ${errorMessage(err)}` });
+      return;
+    }
+    const parsed = parseCaseFile(file, text);
+    this.invalid.push(...parsed.problems);
+    const layers = [...chain.map((d) => d.fields), ...(parsed.defaults ? [parsed.defaults] : [])];
+    for (const raw of parsed.cases) this.add(raw, file, layers);
+  }
+
+  /** A broken defaults file spoils every case below it: its own problems once, then one entry per case file. */
+  private reportBrokenDefaults(file: string, broken: DefaultsFile[]): void {
+    for (const d of broken) {
+      if (this.reportedDefaults.has(d.file)) continue;
+      this.reportedDefaults.add(d.file);
+      this.invalid.push(...d.problems);
+    }
+    const which = broken.map((d) => this.show(d.file)).join(' and ');
+    this.invalid.push({ file, line: 1, message: `defaults: ${which} ${broken.length > 1 ? 'are' : 'is'} invalid, so this file's cases are not run` });
+  }
+
+  private add(raw: RawCase, file: string, layers: CaseFields[]): void {
+    const checked = checkCase(raw, dirname(file));
+    if (!checked.ok) {
+      const problems = checked.problems.map((p) => ({ file, line: raw.lineOf(p.path), message: p.message }));
+      this.invalid.push(...problems.sort((a, b) => a.line - b.line)); // in the file's order, not the schema's
+      return;
+    }
+    const { name = raw.defaultName, prompt, ...own } = checked.value;
+    const first = this.names.get(name);
+    if (first) {
+      const both = `${this.show(first.file)}:${first.line} and ${this.show(file)}:${raw.line}`;
+      this.invalid.push({ file, line: raw.lineOf(['name']), message: `name: duplicate "${name}" (${both})` });
+      return;
+    }
+    this.names.set(name, { file, line: raw.line });
+    this.cases.push(toCaseSpec({ name, prompt, file, line: raw.line }, mergeFields([...layers, own])));
+  }
+
+  /** Paths in messages: relative to cwd when below it, for short lines; absolute otherwise. */
+  private show(file: string): string {
+    const rel = relative(this.cwd, file);
+    return rel.startsWith('..') || isAbsolute(rel) ? file : rel;
+  }
+}
+
+type CheckedCase = CaseFields & { name?: string; prompt: string };
+
+function checkCase(raw: RawCase, dir: string): Checked<CheckedCase> {
+  if (raw.body === undefined) return checkFields(caseSchema(dir), raw.value, { what: 'case' });
+  const misplaced = { prompt: 'not allowed in front matter (the Markdown body is the prompt)' };
+  const checked = checkFields(frontMatterSchema(dir), raw.value, { what: 'front matter', misplaced });
+  const problems: FieldProblem[] = checked.ok ? [] : checked.problems;
+  if (raw.body === '') problems.push({ path: [], message: 'prompt: missing (the Markdown body is empty)' });
+  if (!checked.ok || problems.length > 0) return { ok: false, problems };
+  return { ok: true, value: { ...checked.value, prompt: raw.body } };
+}
+
+// ---------------------------------------------------------------- defaults files
+
+interface DefaultsFile {
+  file: string;
+  fields: CaseFields;
+  problems: InvalidCaseFile[];
+}
+
+/** sandloop.yaml files by folder, each read once however many cases sit below it. */
+class DefaultsFiles {
+  private readonly byDir = new Map<string, Promise<DefaultsFile | undefined>>();
+
+  /** The defaults files that apply to a case file in `dir`, farthest first. */
+  async chain(dir: string, root: string): Promise<DefaultsFile[]> {
+    const found = await Promise.all(foldersFrom(root, dir).map((d) => this.at(d)));
+    return found.filter((d): d is DefaultsFile => d !== undefined);
+  }
+
+  private at(dir: string): Promise<DefaultsFile | undefined> {
+    let found = this.byDir.get(dir);
+    if (!found) this.byDir.set(dir, (found = readDefaults(dir)));
+    return found;
+  }
+}
+
+/** `root` down to `dir`. A file outside `root` (`../x.md` from cwd) gets its own folder's defaults only. */
+function foldersFrom(root: string, dir: string): string[] {
+  const rel = relative(root, dir);
+  if (rel.startsWith('..') || isAbsolute(rel)) return [dir];
+  const parts = rel === '' ? [] : rel.split(/[\\/]/);
+  return [root, ...parts.map((_, i) => join(root, ...parts.slice(0, i + 1)))];
+}
+
+async function readDefaults(dir: string): Promise<DefaultsFile | undefined> {
+  const present: string[] = [];
+  for (const name of DEFAULTS_FILES) if ((await stat(join(dir, name)).catch(() => undefined))?.isFile()) present.push(join(dir, name));
+  const [file, other] = present;
+  if (!file) return undefined;
+  // Silently preferring one would leave the user editing a file that is ignored.
+  if (other) return brokenDefaults(other, 1, `file: ${dir} has both sandloop.yaml and sandloop.yml; keep one`);
+  try {
+    return parseDefaults(file, (await readFile(file, 'utf8')).replace(/^\uFEFF/, ''));
+  } catch (err) {
+    return brokenDefaults(file, 1, `file: cannot be read: ${errorMessage(err)}`);
+  }
+}
+
+function parseDefaults(file: string, text: string): DefaultsFile {
+  const yaml = readYaml(text);
+  if (!yaml.ok) return brokenDefaults(file, yaml.line, yaml.message);
+  if (yaml.value === null) return { file, fields: {}, problems: [] }; // an empty file: nothing to set
+  const checked = checkFields(defaultsSchema(dirname(file)), yaml.value, { what: 'defaults', misplaced: PER_CASE_ONLY });
+  if (checked.ok) return { file, fields: checked.value, problems: [] };
+  return { file, fields: {}, problems: checked.problems.map((p) => ({ file, line: yaml.at(p.path), message: p.message })) };
+}
+
+function brokenDefaults(file: string, line: number, message: string): DefaultsFile {
+  return { file, fields: {}, problems: [{ file, line, message }] };
+}
+
+// ---------------------------------------------------------------- formats
+
+const PARSERS: Record<string, (file: string, text: string) => ParsedFile> = {
+  '.md': parseMarkdown,
+  '.jsonl': parseJsonl,
+  '.yaml': parseSuite,
+  '.yml': parseSuite,
+};
+
+function parseCaseFile(file: string, text: string): ParsedFile {
+  const parse = PARSERS[extname(file).toLowerCase()];
+  return parse ? parse(file, text) : failed(file, 1, `file: not a prompt file (expected ${CASE_EXTENSIONS.join(', ')})`);
+}
+
+function failed(file: string, line: number, message: string): ParsedFile {
+  return { cases: [], problems: [{ file, line, message }] };
+}
+
+/** One case: optional YAML front matter between `---` lines, then the body, which is the prompt. */
+function parseMarkdown(file: string, text: string): ParsedFile {
+  const lines = text.split(/\r?\n/);
+  const defaultName = parsePath(file).name;
+  if (lines[0]?.trimEnd() !== '---') return { cases: [{ value: {}, body: text.trim(), line: 1, lineOf: () => 1, defaultName }], problems: [] };
+  const close = lines.findIndex((l, i) => i > 0 && l.trimEnd() === '---');
+  if (close < 0) return failed(file, 1, 'front matter: no closing --- line');
+  // A blank line in place of the opening `---`, so the parser's line numbers are the file's.
+  const yaml = readYaml(`\n${lines.slice(1, close).join('\n')}`);
+  if (!yaml.ok) return failed(file, yaml.line, yaml.message);
+  const body = lines.slice(close + 1).join('\n').trim();
+  // The case (and a problem with no field, like an empty body) is at line 1; fields are where they are written.
+  const lineOf = (path: (string | number)[]) => (path.length === 0 ? 1 : yaml.at(path));
+  return { cases: [{ value: yaml.value ?? {}, body, line: 1, lineOf, defaultName }], problems: [] };
+}
+
+/** One case per non-empty line; every problem of a line is on that line. */
+function parseJsonl(file: string, text: string): ParsedFile {
+  const parsed: ParsedFile = { cases: [], problems: [] };
+  const stem = parsePath(file).name;
+  let index = 0;
+  text.split(/\r?\n/).forEach((source, i) => {
+    if (source.trim() === '') return;
+    const line = i + 1;
+    index++;
+    try {
+      parsed.cases.push({ value: JSON.parse(source), line, lineOf: () => line, defaultName: `${stem}-${index}` });
+    } catch (err) {
+      parsed.problems.push({ file, line, message: `invalid JSON: ${errorMessage(err)}` });
+    }
+  });
+  if (index === 0) return failed(file, 1, 'cases: none found (the file is empty)');
+  return parsed;
+}
+
+/** A list of cases, or `{ cases: [...], defaults: {...} }`. A bad case spoils only itself. */
+function parseSuite(file: string, text: string): ParsedFile {
+  const yaml = readYaml(text);
+  if (!yaml.ok) return failed(file, yaml.line, yaml.message);
+  const listed = Array.isArray(yaml.value);
+  const suite = listed
+    ? { ok: true as const, value: { cases: yaml.value as unknown[], defaults: undefined } }
+    : checkFields(suiteSchema, yaml.value, { what: 'suite', expected: 'a list of cases or a map with cases:' });
+  const problems = (ps: FieldProblem[], under: (string | number)[] = []) =>
+    ps.map((p) => ({ file, line: yaml.at([...under, ...p.path]), message: p.message }));
+  if (!suite.ok) return { cases: [], problems: problems(suite.problems) };
+  const prefix = listed ? [] : ['cases'];
+  if (suite.value.cases.length === 0) return failed(file, yaml.at(prefix), 'cases: none found (the list is empty)');
+
+  let defaults: CaseFields | undefined;
+  if (suite.value.defaults !== undefined) {
+    const checked = checkFields(defaultsSchema(dirname(file)), suite.value.defaults, { what: 'defaults', misplaced: PER_CASE_ONLY });
+    if (!checked.ok) return { cases: [], problems: problems(checked.problems, ['defaults']) };
+    defaults = checked.value;
+  }
+  const stem = parsePath(file).name;
+  const cases = suite.value.cases.map((value, i): RawCase => {
+    const lineOf = (path: (string | number)[]) => yaml.at([...prefix, i, ...path]);
+    return { value, line: lineOf([]), lineOf, defaultName: `${stem}-${i + 1}` };
+  });
+  return { cases, problems: [], defaults };
+}
+
+// ---------------------------------------------------------------- YAML with lines
+
+type YamlRead =
+  | { ok: true; value: unknown; at: (path: (string | number)[]) => number }
+  | { ok: false; line: number; message: string };
+
+/** Parsed YAML, and where each value of it is written (for errors that point at the field to fix). */
+function readYaml(text: string): YamlRead {
+  const lines = new LineCounter();
+  // `merge`: `<<: *base` is how YAML users share fields between items; without it `<<` is an unknown field.
+  const doc = parseDocument(text, { lineCounter: lines, merge: true });
+  const error = doc.errors[0];
+  if (error) return { ok: false, line: error.linePos?.[0].line ?? 1, message: `invalid YAML: ${error.message.split('\n')[0]}` };
+  let value: unknown;
+  try {
+    value = doc.toJS(); // throws on alias bombs
+  } catch (err) {
+    return { ok: false, line: 1, message: `invalid YAML: ${errorMessage(err).split('\n')[0]}` };
+  }
+  return { ok: true, value, at: (path) => lineOfPath(lines, doc.contents, path) };
+}
+
+/** The line of the deepest part of `path` that is written (a map key's line for a field); 1 when none is. */
+function lineOfPath(lines: LineCounter, root: unknown, path: (string | number)[]): number {
+  let line = lineOfNode(lines, root) ?? 1;
+  let node = root;
+  for (const key of path) {
+    if (isMap(node)) {
+      const pair = node.items.find((p) => isScalar(p.key) && String(p.key.value) === String(key));
+      if (!pair) break;
+      line = lineOfNode(lines, pair.key) ?? line;
+      node = pair.value;
+    } else if (isSeq(node) && typeof key === 'number') {
+      node = node.items[key];
+      line = lineOfNode(lines, node) ?? line;
+    } else break;
+  }
+  return line;
+}
+
+function lineOfNode(lines: LineCounter, node: unknown): number | undefined {
+  return isNode(node) && node.range ? lines.linePos(node.range[0]).line : undefined;
+}
