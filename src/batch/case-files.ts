@@ -7,7 +7,7 @@
  * Field rules live in case-schema.ts.
  */
 import { readFile, realpath, stat } from 'node:fs/promises';
-import { dirname, extname, isAbsolute, join, parse as parsePath, relative, resolve } from 'node:path';
+import { basename, dirname, extname, isAbsolute, join, parse as parsePath, relative, resolve, sep } from 'node:path';
 import { glob } from 'tinyglobby';
 import { isMap, isNode, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
 import { ConfigError, errorMessage } from '../errors.js';
@@ -39,7 +39,7 @@ export interface LoadCasesOptions {
 const CASE_EXTENSIONS = ['.md', '.jsonl', '.yaml', '.yml'];
 const DEFAULTS_FILES = ['sandloop.yaml', 'sandloop.yml'];
 /** Fixture trees live next to cases and are full of files that look like prompts. */
-const SKIPPED_DIRS = ['node_modules', '.git', 'fixtures'];
+const SKIPPED_DIRS = ['node_modules', '.git', 'fixtures', 'sandloop-results'];
 
 /**
  * The cases of `inputs` (files, folders, globs), in input order, each folder
@@ -95,7 +95,9 @@ function matched(input: string, files: string[]): string[] {
 async function filesUnder(dir: string): Promise<string[]> {
   const ignore = SKIPPED_DIRS.map((d) => `**/${d}/**`);
   const files = await glob('**/*', { cwd: dir, absolute: true, dot: true, onlyFiles: true, ignore });
-  return files.filter((f) => isCaseFile(relative(dir, f)));
+  // A batch's results dir (it holds results.jsonl) is full of transcripts and workspace copies: never cases.
+  const resultDirs = files.filter((f) => basename(f) === 'results.jsonl').map((f) => dirname(f) + sep);
+  return files.filter((f) => isCaseFile(relative(dir, f)) && !resultDirs.some((d) => f.startsWith(d)));
 }
 
 /** The file rules apply below the pattern's fixed prefix, so `test/fixtures/*.md` still means what it says. */
