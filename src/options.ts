@@ -1,5 +1,5 @@
-import { statSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import type Docker from 'dockerode';
 import { ConfigError } from './errors.js';
 import type { Model } from './model/model.js';
@@ -83,6 +83,12 @@ export interface RunOptions {
   runId?: string;
   /** Share API back-off with other episodes (a batch passes one gate to every case). */
   rateGate?: RateGate;
+  /** Record every model exchange to a cassette: a `.jsonl` file, or a directory (then `run.jsonl` in it). */
+  record?: string;
+  /** Serve the model's turns from a cassette (file, or directory holding `run.jsonl`): no network, no API key. */
+  replay?: string;
+  /** `strict` (default): a request that differs from the recording fails with `replay_mismatch`. `lenient`: warn and go on. */
+  replayMode?: string;
 }
 
 /** Options after validation, with every default filled in. */
@@ -116,6 +122,10 @@ export interface ResolvedOptions {
   out?: string;
   apply: boolean;
   rateGate?: RateGate;
+  /** Cassette file paths. */
+  record?: string;
+  replay?: string;
+  replayMode: 'strict' | 'lenient';
 }
 
 export type MountMode = 'rw' | 'ro' | 'copy';
@@ -127,7 +137,8 @@ export function resolveOptions(o: RunOptions, defaultImage: string): ResolvedOpt
   const model = o.model ?? nonEmpty(environment.MODEL_ID) ?? DEFAULT_MODEL;
   const modelName = typeof model === 'string' ? model : model.name;
   const apiKey = o.apiKey ?? nonEmpty(environment.ANTHROPIC_API_KEY);
-  if (typeof model === 'string' && !model.startsWith('scripted:') && !apiKey) {
+  const cassettes = cassetteOptions(o);
+  if (typeof model === 'string' && !model.startsWith('scripted:') && !cassettes.replay && !apiKey) {
     throw new ConfigError(
       `ANTHROPIC_API_KEY is not set: the model ${model} needs an API key (set it in the environment or in .env), or use --model scripted:FILE`,
     );
@@ -158,6 +169,7 @@ export function resolveOptions(o: RunOptions, defaultImage: string): ResolvedOpt
     dockerTimeoutMs: positiveNumber(o.dockerTimeout, 30, '--docker-timeout', ' of seconds') * 1000,
     ...copyOptions(o),
     rateGate: o.rateGate,
+    ...cassettes,
   };
 }
 
@@ -211,6 +223,20 @@ export function parseSize(value: string | number, flag: string, min: number): nu
     throw new ConfigError(`${flag} must be a size of at least ${min / 1024 ** 2}m such as 512m or 1g, got ${quote(value)}`);
   }
   return bytes;
+}
+
+/** A cassette path: a `.jsonl` file as given, or `run.jsonl` in a directory. */
+export function cassetteFile(value: string): string {
+  return value.endsWith('.jsonl') ? resolve(value) : join(resolve(value), 'run.jsonl');
+}
+
+function cassetteOptions(o: RunOptions): Pick<ResolvedOptions, 'record' | 'replay' | 'replayMode'> {
+  if (o.record && o.replay) throw new ConfigError('--record and --replay cannot be combined');
+  const mode = o.replayMode ?? 'strict';
+  if (mode !== 'strict' && mode !== 'lenient') throw new ConfigError(`--replay-mode must be strict or lenient, got ${quote(mode)}`);
+  const replay = o.replay ? cassetteFile(o.replay) : undefined;
+  if (replay && !existsSync(replay)) throw new ConfigError(`--replay ${o.replay}: no cassette at ${replay}`);
+  return { record: o.record ? cassetteFile(o.record) : undefined, replay, replayMode: mode };
 }
 
 function copyOptions(o: RunOptions): Pick<ResolvedOptions, 'mount' | 'exclude' | 'gitignore' | 'out' | 'apply'> {

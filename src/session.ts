@@ -3,6 +3,8 @@ import { runLoop } from './loop/agent-loop.js';
 import { buildSystemPrompt } from './loop/system-prompt.js';
 import { AnthropicModel } from './model/anthropic-model.js';
 import type { Model } from './model/model.js';
+import { RecordingModel } from './model/recording-model.js';
+import { ReplayModel } from './model/replay-model.js';
 import { ScriptedModel } from './model/scripted-model.js';
 import { type ResolvedOptions, type RunOptions, resolveOptions } from './options.js';
 import { TranscriptWriter } from './report/transcript.js';
@@ -54,7 +56,8 @@ export class AgentSession {
    */
   static async open(options: RunOptions): Promise<AgentSession> {
     const resolved = resolveOptions(options, DEFAULT_IMAGE);
-    const model = makeModel(resolved);
+    let warn = (_message: string) => {};
+    const model = makeModel(resolved, (message) => warn(message));
     setDockerTimeout(resolved.dockerTimeoutMs);
     const docker: Docker = options.docker ?? (await connectDocker());
     await Promise.all([sweepOrphans(docker), sweepStaleChannels()]);
@@ -86,12 +89,13 @@ export class AgentSession {
     });
     const signal = options.signal ?? new AbortController().signal;
     const session = new AgentSession(runId, resolved, model, sandbox, workspace, signal, options.onEvent ?? (() => {}), options.transcript);
+    warn = (message) => session.emit({ type: 'warning', turn: session.messages.filter((m) => m.role === 'assistant').length + 1, message });
     session.emit({
       type: 'system',
       subtype: 'init',
       run_id: runId,
       model: model.name,
-      scripted: model instanceof ScriptedModel,
+      scripted: model instanceof ScriptedModel || model instanceof ReplayModel || (model instanceof RecordingModel && model.name.startsWith('scripted:')),
       task_dir: resolved.taskDir,
       image: resolved.image,
       max_turns: resolved.maxTurns,
@@ -188,7 +192,13 @@ function invokingUser(): string | undefined {
   return uid !== undefined && uid !== 0 ? `${uid}:${process.getgid?.()}` : undefined;
 }
 
-function makeModel(o: ResolvedOptions): Model {
+function makeModel(o: ResolvedOptions, onWarning: (message: string) => void): Model {
+  if (o.replay) return new ReplayModel(o.replay, { mode: o.replayMode, onWarning });
+  const model = baseModel(o);
+  return o.record ? new RecordingModel(model, o.record) : model;
+}
+
+function baseModel(o: ResolvedOptions): Model {
   if (typeof o.model !== 'string') return o.model;
   if (o.model.startsWith('scripted:')) return ScriptedModel.fromFile(o.model.slice('scripted:'.length));
   return new AnthropicModel({ model: o.model, apiKey: o.apiKey, baseURL: o.baseURL, maxRetries: o.maxRetries, gate: o.rateGate });

@@ -107,7 +107,7 @@ export interface WorkspaceReport {
 }
 
 /** Why a run ended. Decided in one place: the loop. */
-export type RunStatus = 'completed' | 'max_turns' | 'max_tokens' | 'error' | 'aborted';
+export type RunStatus = 'completed' | 'max_turns' | 'max_tokens' | 'error' | 'aborted' | 'replay_mismatch';
 
 /** What `runAgent` returns and what `--output-format json` prints. */
 export interface RunResult {
@@ -121,7 +121,7 @@ export interface RunResult {
   duration_ms: number;
   run_id: string;
   model: string;
-  /** Set when status is `error`: what failed, in one line. */
+  /** Set when status is `error` or `replay_mismatch`: what failed (for a mismatch, with the diff). */
   error?: string;
   /** Set when status is `error`: the API's error type (`rate_limit_error`, `authentication_error` ...). */
   error_type?: string;
@@ -155,6 +155,7 @@ export type RunEvent =
   | { type: 'tool_start'; turn: number; tool_use_id: string; command: string }
   | ToolCallEvent
   | { type: 'retry'; turn: number; attempt: number; delay_ms: number; reason: string }
+  | { type: 'warning'; turn: number; message: string }
   | ({ type: 'result' } & Omit<RunResult, 'messages'>)
   | ({ type: 'workspace' } & WorkspaceReport);
 

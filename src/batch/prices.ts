@@ -23,6 +23,7 @@ export const DEFAULT_PRICES: Record<string, Price> = {
   'claude-3-5-haiku': { input: 0.8, output: 4, cache_write: 1, cache_read: 0.08 },
   /** Scripted and replayed models cost nothing. */
   'scripted:': { input: 0, output: 0, cache_write: 0, cache_read: 0 },
+  'replay:': { input: 0, output: 0, cache_write: 0, cache_read: 0 },
 };
 
 export type PriceTable = Record<string, Price>;

@@ -1,4 +1,4 @@
-import { join, relative, resolve } from 'node:path';
+import { join, relative, resolve, sep } from 'node:path';
 import { ConfigError, errorMessage } from '../errors.js';
 import { RateGate } from '../model/rate-gate.js';
 import type { RunOptions } from '../options.js';
@@ -79,7 +79,12 @@ export interface BatchSummary {
  */
 export async function runBatch(o: BatchOptions): Promise<BatchSummary> {
   const started = Date.now();
-  const { cases: all, invalid } = await loadCases(o.inputs);
+  const loaded = await loadCases(o.inputs);
+  // Cassette and results directories can sit inside a suite folder: their .jsonl files are not prompt files.
+  const own = [o.defaults.record, o.defaults.replay, o.out, o.resume].filter((d): d is string => !!d).map((d) => resolve(d) + sep);
+  const mine = (file: string) => !own.some((d) => file.startsWith(d));
+  const all = loaded.cases.filter((c) => mine(c.file));
+  const invalid = loaded.invalid.filter((f) => mine(f.file));
   const cases = o.filter ? all.filter((c) => c.name.includes(o.filter!) || c.tags.includes(o.filter!)) : all;
   if (cases.length === 0 && invalid.length === 0) throw new ConfigError(`no case matches${o.filter ? ` --filter ${o.filter}` : ''}`);
   for (const spec of cases) {

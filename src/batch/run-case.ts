@@ -33,9 +33,13 @@ export function caseSlug(name: string): string {
  * The run options of one case: the batch's flags, overridden by the case's
  * own fields. `--model scripted:DIR` plays `DIR/<case name>.json` for each case.
  */
-export function caseOptions(spec: CaseSpec, defaults: RunOptions): RunOptions {
+export function caseOptions(spec: CaseSpec, defaults: RunOptions, attempt = 1): RunOptions {
+  // In a batch, --record and --replay name a directory with one cassette per case attempt.
+  const cassette = (dir: string | undefined) => (dir ? join(dir, `${caseSlug(spec.name)}${attempt > 1 ? `.${attempt}` : ''}.jsonl`) : undefined);
   return {
     ...defaults,
+    record: cassette(defaults.record),
+    replay: cassette(defaults.replay),
     model: spec.model ?? perCaseScript(defaults.model, spec.name),
     maxTurns: spec.max_turns ?? defaults.maxTurns,
     timeout: spec.timeout ?? defaults.timeout,
@@ -58,7 +62,7 @@ export async function runCase(spec: CaseSpec, attempt: number, ctx: CaseContext)
   const caseDir = join(ctx.resultsDir, dir);
   rmSync(caseDir, { recursive: true, force: true });
   mkdirSync(caseDir, { recursive: true });
-  const options = caseOptions(spec, ctx.defaults);
+  const options = caseOptions(spec, ctx.defaults, attempt);
   const started = Date.now();
   const base = { name: spec.name, file: spec.file, attempt, dir, tags: spec.tags };
   const failure = (status: 'error', reason: string): CaseResult => ({
@@ -108,6 +112,11 @@ export async function runCase(spec: CaseSpec, attempt: number, ctx: CaseContext)
     cost_usd: costOf(run.model, run.usage, ctx.prices),
     result: run.result,
   };
+  if (run.status === 'replay_mismatch') {
+    // The recorded behaviour no longer holds: a regression, not an infrastructure problem.
+    const reason = `replay mismatch: ${(run.error ?? '').split('\n')[0]}`;
+    return { ...summary, status: 'fail', reason, checks: [], duration_ms: Date.now() - started, error: run.error };
+  }
   if (run.status !== 'completed') {
     const reason = run.status === 'error' ? `API error: ${run.error}` : `stopped: ${run.status}`;
     return { ...summary, status: 'error', reason, checks: [], duration_ms: Date.now() - started, ...(run.error ? { error: run.error } : {}) };

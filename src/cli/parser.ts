@@ -82,6 +82,19 @@ export function buildParser(argv: string[], outcome: CliOutcome) {
         outcome.exitCode = await batchCommand({ ...(args as unknown as BatchArgs), inputs: (args.inputs as string[] | undefined) ?? [] });
       },
     )
+    .command('cassette', 'Work with recorded cassettes', (y) =>
+      y
+        .command(
+          'show <file>',
+          'Print a recorded episode as a readable conversation (for review in a pull request)',
+          (b) => b.positional('file', { type: 'string', demandOption: true, describe: 'A cassette (.jsonl)' }),
+          async (args) => {
+            const { cassetteShowCommand } = await import('./cassette-command.js');
+            outcome.exitCode = await cassetteShowCommand({ file: args.file as string });
+          },
+        )
+        .demandCommand(1, 'name a cassette command: show'),
+    )
     .command(
       'gc',
       'Remove containers left behind by sandloop runs that are gone (crashed or killed)',
@@ -95,7 +108,7 @@ export function buildParser(argv: string[], outcome: CliOutcome) {
         outcome.exitCode = await gcCommand(args);
       },
     )
-    .demandCommand(1, 'name a command: run, batch, demo, gc or image build')
+    .demandCommand(1, 'name a command: run, batch, demo, cassette show, gc or image build')
     .strict()
     .help()
     .alias('h', 'help')

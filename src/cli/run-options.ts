@@ -40,6 +40,9 @@ export function withAgentFlags<T>(y: Argv<T>) {
     .option('docker-timeout', { requiresArg: true, describe: 'Seconds each Docker API request may take before it is an error', defaultDescription: '30' })
     .option('exclude', { type: 'string', array: true, describe: 'copy: a gitignore-style pattern to leave out of the copy (repeatable)' })
     .option('no-gitignore', { type: 'boolean', default: false, describe: 'copy: copy .gitignored paths too' })
+    .option('record', { type: 'string', describe: 'Record every model exchange to a cassette (a .jsonl file; in batch, a directory: one per case)' })
+    .option('replay', { type: 'string', describe: 'Serve the model from a cassette (file; in batch, a directory): no network, no API key' })
+    .option('replay-mode', { choices: ['strict', 'lenient'] as const, describe: 'strict: a request that differs from the recording fails (replay_mismatch); lenient: warn and go on', defaultDescription: 'strict' })
     .option('no-warm', { type: 'boolean', default: false, describe: 'Do not start containers ahead of time: each call creates its own (slower)' })
     .option('verbose', { alias: 'v', type: 'boolean', default: false, describe: 'Log every Docker and API step to stderr' });
 }
@@ -72,6 +75,9 @@ export interface RunFlags {
   noGitignore?: boolean;
   out?: string;
   apply?: boolean;
+  record?: string;
+  replay?: string;
+  replayMode?: string;
 }
 
 export function runOptionsFrom(flags: RunFlags): RunOptions {
@@ -103,5 +109,8 @@ export function runOptionsFrom(flags: RunFlags): RunOptions {
     gitignore: !flags.noGitignore,
     out: flags.out,
     apply: flags.apply,
+    record: flags.record,
+    replay: flags.replay,
+    replayMode: flags.replayMode,
   };
 }

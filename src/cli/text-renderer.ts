@@ -27,7 +27,10 @@ export function textRenderer(write: (line: string) => void, style: Style): (even
     switch (event.type) {
       case 'system':
         write(style.dim(`sandloop ${event.run_id} · model ${event.model} · ${event.task_dir} → /workspace · image ${event.image}`));
-        if (event.scripted) write(style.yellow(`scripted model: the model's turns are replayed from a file, not generated; the commands really run.`));
+        if (event.scripted) {
+          const what = event.model.startsWith('replay:') ? 'replayed model: the turns come from a recorded cassette' : "scripted model: the model's turns are replayed from a file";
+          write(style.yellow(`${what}, not generated; the commands really run.`));
+        }
         break;
       case 'assistant': {
         // The final reply's text is the answer, printed on stdout; show only the narration between tool calls.
@@ -62,6 +65,9 @@ export function textRenderer(write: (line: string) => void, style: Style): (even
         if (event.task_dir_changed.length) write(style.yellow(`  the task dir changed during the run: ${event.task_dir_changed.slice(0, 5).map(terminalSafe).join(', ')}`));
         break;
       }
+      case 'warning':
+        write(style.yellow(`  ! ${terminalSafe(event.message)}`));
+        break;
       case 'retry':
         write(style.yellow(`  ↻ retry ${event.attempt} in ${(event.delay_ms / 1000).toFixed(1)} s: ${event.reason}`));
         break;

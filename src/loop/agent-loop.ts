@@ -84,6 +84,7 @@ export async function runLoop(messages: Message[], options: LoopOptions): Promis
     } catch (err) {
       calls.cancelAllBut([]);
       if (err instanceof AbortedError || signal.aborted) return end('aborted');
+      if (err instanceof ModelError && err.kind === 'replay_mismatch') return end('replay_mismatch', err);
       if (err instanceof ModelError && err.kind === 'prompt_too_long') {
         // Shrink the oldest tool results to stubs and retry the same turn, once.
         if (!shrunk && shrinkOldToolResults(messages) > 0) {

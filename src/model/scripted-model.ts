@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError, ModelError, errorMessage } from '../errors.js';
 import type { ContentBlock } from '../types.js';
+import { readCassette } from './cassette.js';
 import type { Model, ModelRequest, ModelResponse } from './model.js';
 
 /** One pre-written assistant turn, in the Messages API's response shape. */
@@ -13,7 +14,8 @@ export interface ScriptedTurn {
 /**
  * Plays pre-written assistant turns in order, whatever the requests say. For
  * demos and tests: the model's side is fixed while the tool calls really run.
- * A script file is JSON: `{"turns": [{"content": [...]}, ...]}` (or just the array).
+ * A script file is JSON: `{"turns": [{"content": [...]}, ...]}` (or just the
+ * array), or a recorded cassette (`.jsonl`), whose lines have the same shape.
  */
 export class ScriptedModel implements Model {
   readonly name: string;
@@ -28,6 +30,8 @@ export class ScriptedModel implements Model {
   }
 
   static fromFile(path: string): ScriptedModel {
+    // A cassette plays as a script: the same turn shape, one per line.
+    if (path.endsWith('.jsonl')) return new ScriptedModel(readCassette(path).map((t) => ({ content: t.content, stop_reason: t.stop_reason ?? undefined })), path);
     let parsed: unknown;
     try {
       parsed = JSON.parse(readFileSync(path, 'utf8'));
