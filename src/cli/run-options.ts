@@ -19,7 +19,7 @@ export function withRunFlags<T>(y: Argv<T>) {
  */
 export function withAgentFlags<T>(y: Argv<T>) {
   return y
-    .option('model', { type: 'string', describe: 'Model id, or scripted:FILE to play pre-written turns', defaultDescription: 'MODEL_ID, then claude-sonnet-4-5' })
+    .option('model', { type: 'string', describe: 'Model id, or scripted:FILE to play pre-written turns (batch: scripted:DIR plays DIR/<case>.json)', defaultDescription: 'MODEL_ID, then claude-sonnet-4-5' })
     .option('max-turns', { requiresArg: true, describe: 'Most model calls in one run', defaultDescription: '50' })
     .option('max-tokens', { requiresArg: true, describe: 'max_tokens of each model call', defaultDescription: '8192' })
     .option('timeout', { requiresArg: true, describe: 'Seconds before a bash call is killed (also caps the model\'s own timeout)', defaultDescription: '120' })

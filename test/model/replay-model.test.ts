@@ -95,7 +95,7 @@ describe('record and replay', () => {
     const changed = { ...OUTPUTS, 'cat a.txt': 'one\nTWO\nthree\n' };
     const model = new ReplayModel(cassette, { mode: 'strict', episode: 'count-lines' });
     const replayed = await episode(model, sandbox(changed, 5));
-    expect(replayed.outcome.status).toBe('error');
+    expect(replayed.outcome.status).toBe('replay_mismatch');
     expect(replayed.outcome.errorType).toBe('replay_mismatch');
     const error = replayed.outcome.error!;
     expect(error).toContain('replay mismatch');
@@ -128,7 +128,7 @@ describe('record and replay', () => {
     writeFileSync(cassette, `${lines.slice(0, 2).join('\n')}\n`);
     for (const mode of ['strict', 'lenient'] as const) {
       const replayed = await episode(new ReplayModel(cassette, { mode }), sandbox(OUTPUTS, 5));
-      expect(replayed.outcome.status).toBe('error');
+      expect(replayed.outcome.status).toBe('replay_mismatch');
       expect(replayed.outcome.errorType).toBe('replay_mismatch');
       expect(replayed.outcome.error).toContain('the cassette has 2 turns; turn 3 was requested');
     }
