@@ -65,7 +65,17 @@ export function createProgress(stream: NodeJS.WriteStream, total: number, initia
       stop: () => {},
     };
   }
-  const live = createLogUpdate(stream, { showCursor: true });
+  // A pseudo-terminal without a size (some CI runners, `script`) reports 0 rows: log-update would then show nothing.
+  const sized = {
+    write: (text: string) => stream.write(text),
+    get rows() {
+      return stream.rows || 24;
+    },
+    get columns() {
+      return stream.columns || 100;
+    },
+  } as unknown as NodeJS.WriteStream;
+  const live = createLogUpdate(sized, { showCursor: true });
   const width = () => Math.max(40, (stream.columns || 100) - 1);
   const render = () => {
     const lines = [statusLine(counts, startedAt)];

@@ -177,3 +177,36 @@ describeDocker('sandloop batch (real Docker, checks in containers)', () => {
     expect(treeHash(join(root, 'examples'))).toBe(before);
   });
 });
+
+describeDocker('sandloop batch: cost and the live display', () => {
+  let fake: FakeAnthropic;
+  beforeEach(async () => {
+    fake = await startFakeAnthropic();
+  });
+  afterEach(async () => fake.close());
+
+  it('--max-cost-usd stops starting new cases once spent, and says so', T, async () => {
+    const suite = mkdtempSync(join(tmpdir(), 'sandloop-cost-'));
+    for (const name of ['a', 'b', 'c']) md(suite, name, { model: 'claude-sonnet-4-5' });
+    // 1M input tokens at $3/MTok: the first case alone spends $3.
+    for (let i = 0; i < 3; i++) fake.enqueue({ content: [{ type: 'text', text: 'ok' }], usage: { input_tokens: 1_000_000, output_tokens: 0 } });
+    const out = join(suite, 'r');
+    const run = await runCli(['batch', suite, '--out', out, '-j', '1', '--max-cost-usd', '1'], { env: { ANTHROPIC_API_KEY: 'k', ANTHROPIC_BASE_URL: fake.url }, cwd: suite });
+    expect(run.code, run.stderr).toBe(0);
+    expect(results(out)).toHaveLength(1);
+    expect(results(out)[0]!.cost_usd).toBeCloseTo(3, 6);
+    expect(run.stderr).toContain('--max-cost-usd 1: $3.0000 spent; starting no new case');
+    expect(run.stdout).toMatch(/2 not run/);
+    expect(run.stdout).toContain('stopped starting cases: --max-cost-usd reached');
+  });
+
+  it('on a TTY, shows a live display with counts, ETA, cost and one line per running case', T, async () => {
+    const suite = mkdtempSync(join(tmpdir(), 'sandloop-tty-'));
+    for (const name of ['one', 'two']) md(suite, name, { model: script(suite, name, [bash('sleep 1; echo hi'), say('ok')]) });
+    const cli = join(__dirname, '..', '..', 'dist', 'cli', 'main.js');
+    const output = execFileSync('script', ['-qec', `${process.execPath} ${cli} batch ${suite} --out ${join(suite, 'r')} -j 2`, '/dev/null'], { encoding: 'utf8', cwd: suite });
+    expect(output).toMatch(/\d\/2 done · \d pass · 0 fail · 0 error · \d+s/);
+    expect(output).toMatch(/▸ (one|two) · turn 1 · \$ sleep 1; echo hi/);
+    expect(output).toContain('$0.0000');
+  });
+});
