@@ -5,7 +5,7 @@ import type { RunOptions } from '../options.js';
 import { connectDocker, limitDockerRequests } from '../sandbox/docker-client.js';
 import { ensureImage } from '../sandbox/image.js';
 import { DEFAULT_IMAGE } from '../sandbox/image.js';
-import { type CaseResult, type CaseSpec, type InvalidCaseFile, emptyUsage } from '../types.js';
+import { type CaseResult, type CaseSpec, type InvalidCaseFile, addUsage, emptyUsage } from '../types.js';
 import { loadCases } from './case-files.js';
 import { passAtK, passHatK } from './pass-at-k.js';
 import { loadPrices } from './prices.js';
@@ -171,12 +171,7 @@ function summarize(
   s: { interrupted: boolean; stoppedByCost: boolean; notRun: number; started: number },
 ): BatchSummary {
   const usage = emptyUsage();
-  for (const r of results) {
-    usage.input_tokens += r.usage.input_tokens;
-    usage.output_tokens += r.usage.output_tokens;
-    usage.cache_creation_input_tokens += r.usage.cache_creation_input_tokens;
-    usage.cache_read_input_tokens += r.usage.cache_read_input_tokens;
-  }
+  for (const r of results) addUsage(usage, r.usage);
   const by = (status: CaseResult['status']) => results.filter((r) => r.status === status).length;
   const stats = cases.map((c) => {
     const mine = results.filter((r) => r.name === c.name);

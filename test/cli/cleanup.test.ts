@@ -2,8 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import type { RunEvent } from '../../src/types.js';
-import { runCli } from '../helpers/cli.js';
+import { runAndSignal, runCli } from '../helpers/cli.js';
 import { describeDocker, sandloopContainers } from '../helpers/docker.js';
 
 function script(turns: object[]): string {
@@ -17,18 +16,11 @@ const bash = (command: string) => ({ content: [{ type: 'tool_use', name: 'bash',
 describeDocker('cleanup that survives a kill -9', () => {
   it('kill -9 mid-call leaves containers that the next start-up sweep removes', { timeout: 60_000 }, async () => {
     const taskDir = mkdtempSync(join(tmpdir(), 'sandloop-kill-ws-'));
-    let runId = '';
-    const killed = await runCli(['run', '--task-dir', taskDir, '--model', `scripted:${script([bash('sleep 600')])}`, '--output-format', 'stream-json', 'x'], {
-      onSpawn: (child) => {
-        child.stdout!.on('data', (d: Buffer) => {
-          for (const line of d.toString().split('\n').filter(Boolean)) {
-            const event = JSON.parse(line) as RunEvent;
-            if (event.type === 'system') runId = event.run_id;
-            if (event.type === 'tool_start') setTimeout(() => child.kill('SIGKILL'), 500);
-          }
-        });
-      },
+    const killed = await runAndSignal(['run', '--task-dir', taskDir, '--model', `scripted:${script([bash('sleep 600')])}`, '--output-format', 'stream-json', 'x'], {
+      signal: 'SIGKILL',
+      delayMs: 500,
     });
+    const runId = killed.runId;
     expect(killed.signal).toBe('SIGKILL');
     expect(sandloopContainers(runId).length).toBeGreaterThan(0);
 
@@ -39,17 +31,9 @@ describeDocker('cleanup that survives a kill -9', () => {
 
   it('sandloop gc --dry-run lists leftovers of dead runs, gc removes them', { timeout: 60_000 }, async () => {
     const taskDir = mkdtempSync(join(tmpdir(), 'sandloop-gc-ws-'));
-    let runId = '';
-    await runCli(['run', '--task-dir', taskDir, '--model', `scripted:${script([bash('sleep 600')])}`, '--output-format', 'stream-json', 'x'], {
-      onSpawn: (child) => {
-        child.stdout!.on('data', (d: Buffer) => {
-          for (const line of d.toString().split('\n').filter(Boolean)) {
-            const event = JSON.parse(line) as RunEvent;
-            if (event.type === 'system') runId = event.run_id;
-            if (event.type === 'tool_start') setTimeout(() => child.kill('SIGKILL'), 500);
-          }
-        });
-      },
+    const { runId } = await runAndSignal(['run', '--task-dir', taskDir, '--model', `scripted:${script([bash('sleep 600')])}`, '--output-format', 'stream-json', 'x'], {
+      signal: 'SIGKILL',
+      delayMs: 500,
     });
     const left = sandloopContainers(runId);
     expect(left.length).toBeGreaterThan(0);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import type { RunEvent } from '../../src/types.js';
 import { type FakeAnthropic, type FakeTurn, startFakeAnthropic } from '../fake-anthropic/server.js';
-import { runCli } from '../helpers/cli.js';
+import { runAndSignal, runCli } from '../helpers/cli.js';
 import { describeDocker, sandloopContainers } from '../helpers/docker.js';
 import { type StallingProxy, startStallingProxy } from '../helpers/docker-proxy.js';
 
@@ -102,23 +102,8 @@ describeDocker('model and API faults through the real CLI', () => {
 
   it('SIGTERM removes everything before exit, within 5 s', T, async () => {
     fake.enqueue(bash('sleep 600'));
-    let runId = '';
-    let signalledAt = 0;
-    const run = await runCli(['run', '--task-dir', taskDir, '--output-format', 'stream-json', 'x'], {
-      env: env(),
-      onSpawn: (child) =>
-        child.stdout!.on('data', (d: Buffer) => {
-          for (const line of d.toString().split('\n').filter(Boolean)) {
-            const e = JSON.parse(line) as RunEvent;
-            if (e.type === 'system') runId = e.run_id;
-            if (e.type === 'tool_start')
-              setTimeout(() => {
-                signalledAt = Date.now();
-                child.kill('SIGTERM');
-              }, 300);
-          }
-        }),
-    });
+    const run = await runAndSignal(['run', '--task-dir', taskDir, '--output-format', 'stream-json', 'x'], { env: env(), signal: 'SIGTERM' });
+    const { runId, signalledAt } = run;
     expect(run.code).toBe(130);
     expect(Date.now() - signalledAt).toBeLessThan(5000);
     expect(sandloopContainers(runId)).toEqual([]);

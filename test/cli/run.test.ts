@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../src/types.js';
 import { type FakeAnthropic, type FakeTurn, startFakeAnthropic } from '../fake-anthropic/server.js';
-import { runCli } from '../helpers/cli.js';
+import { runAndSignal, runCli } from '../helpers/cli.js';
 import { describeDocker, sandloopContainers } from '../helpers/docker.js';
 
 const API_KEY = 'sk-ant-test-secret-key';
@@ -140,20 +140,8 @@ describeDocker('sandloop run end to end (real SDK, fake server, real Docker)', (
 
   it('Ctrl-C kills the running container, removes it, prints what was done, exits 130', { timeout: 30_000 }, async () => {
     fake.enqueue(bash('echo first'), bash('sleep 600'));
-    let runId = '';
-    const pending = runCli(['run', '--task-dir', taskDir, '--output-format', 'stream-json', 'go'], {
-      env: env(),
-      onSpawn: (c) => {
-        c.stdout!.on('data', (d: Buffer) => {
-          for (const line of d.toString().split('\n').filter(Boolean)) {
-            const event = JSON.parse(line) as RunEvent;
-            if (event.type === 'system') runId = event.run_id;
-            if (event.type === 'tool_start' && event.command === 'sleep 600') setTimeout(() => c.kill('SIGINT'), 300);
-          }
-        });
-      },
-    });
-    const run = await pending;
+    const run = await runAndSignal(['run', '--task-dir', taskDir, '--output-format', 'stream-json', 'go'], { env: env(), signal: 'SIGINT', command: 'sleep 600' });
+    const { runId } = run;
     expect(run.code).toBe(130);
     expect(run.stderr).toContain('SIGINT: stopping the run');
     const events = run.stdout.trim().split('\n').map((l) => JSON.parse(l) as RunEvent);

@@ -36,3 +36,36 @@ export function runCli(args: string[], options: CliOptions = {}): Promise<CliRun
   child.stdin.end(options.input ?? '');
   return new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
 }
+
+/**
+ * Run the CLI with `--output-format stream-json` among `args`, and send
+ * `signal` `delayMs` after the first `tool_start` whose command matches.
+ * Returns the run, its run id (from the init event) and when the signal went.
+ */
+export async function runAndSignal(
+  args: string[],
+  options: CliOptions & { signal: NodeJS.Signals; delayMs?: number; command?: string },
+): Promise<CliRun & { runId: string; signalledAt: number }> {
+  let runId = '';
+  let signalledAt = 0;
+  const run = await runCli(args, {
+    ...options,
+    onSpawn: (child) => {
+      let sent = false;
+      child.stdout!.on('data', (d: Buffer) => {
+        for (const line of d.toString().split('\n').filter(Boolean)) {
+          const event = JSON.parse(line) as { type: string; run_id?: string; command?: string };
+          if (event.type === 'system') runId = event.run_id!;
+          if (event.type === 'tool_start' && !sent && (!options.command || event.command === options.command)) {
+            sent = true;
+            setTimeout(() => {
+              signalledAt = Date.now();
+              child.kill(options.signal);
+            }, options.delayMs ?? 300);
+          }
+        }
+      });
+    },
+  });
+  return { ...run, runId, signalledAt };
+}

@@ -3,9 +3,9 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, statSync, symlinkSync, wr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import type { RunEvent, WorkspaceReport } from '../../src/types.js';
+import type { WorkspaceReport } from '../../src/types.js';
 import { type FakeAnthropic, type FakeTurn, startFakeAnthropic } from '../fake-anthropic/server.js';
-import { type CliOptions, runCli } from '../helpers/cli.js';
+import { type CliOptions, runAndSignal, runCli } from '../helpers/cli.js';
 import { describeDocker, sandloopContainers } from '../helpers/docker.js';
 import { treeHash, treeHashWithout } from '../helpers/tree.js';
 
@@ -147,18 +147,11 @@ describeDocker('--mount copy (real Docker)', () => {
   it('Ctrl-C in copy mode leaves no volume and no container', T, async () => {
     const taskDir = project();
     fake.enqueue(bash('sleep 600'));
-    let runId = '';
-    const res = await runCli(['run', '--task-dir', taskDir, '--mount', 'copy', '--out', join(mkdtempSync(join(tmpdir(), 'sandloop-out-')), 'r'), '--output-format', 'stream-json', 'x'], {
-      env: { ANTHROPIC_API_KEY: 'k', ANTHROPIC_BASE_URL: fake.url },
-      onSpawn: (child) =>
-        child.stdout!.on('data', (d: Buffer) => {
-          for (const line of d.toString().split('\n').filter(Boolean)) {
-            const e = JSON.parse(line) as RunEvent;
-            if (e.type === 'system') runId = e.run_id;
-            if (e.type === 'tool_start') setTimeout(() => child.kill('SIGINT'), 300);
-          }
-        }),
-    });
+    const res = await runAndSignal(
+      ['run', '--task-dir', taskDir, '--mount', 'copy', '--out', join(mkdtempSync(join(tmpdir(), 'sandloop-out-')), 'r'), '--output-format', 'stream-json', 'x'],
+      { env: { ANTHROPIC_API_KEY: 'k', ANTHROPIC_BASE_URL: fake.url }, signal: 'SIGINT' },
+    );
+    const { runId } = res;
     expect(res.code).toBe(130);
     expect(volumes(runId)).toEqual([]);
     expect(sandloopContainers(runId)).toEqual([]);
