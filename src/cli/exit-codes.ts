@@ -1,5 +1,4 @@
 import { ConfigError, DockerUnavailableError, ImageBuildError } from '../errors.js';
-
 import type { RunResult } from '../types.js';
 
 /** Every exit code sandloop uses. The README's table lists the same. */
