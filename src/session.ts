@@ -1,4 +1,6 @@
+import { join } from 'node:path';
 import type Docker from 'dockerode';
+import { ApplyRefusedError } from './errors.js';
 import { runLoop } from './loop/agent-loop.js';
 import { buildSystemPrompt } from './loop/system-prompt.js';
 import { AnthropicModel } from './model/anthropic-model.js';
@@ -8,19 +10,18 @@ import { ReplayModel } from './model/replay-model.js';
 import { ScriptedModel } from './model/scripted-model.js';
 import { type ResolvedOptions, type RunOptions, resolveOptions } from './options.js';
 import { TranscriptWriter } from './report/transcript.js';
+import { setDockerTimeout } from './sandbox/deadline.js';
 import { connectDocker } from './sandbox/docker-client.js';
+import { invokingUser } from './sandbox/container-spec.js';
 import { DockerSandbox } from './sandbox/docker-sandbox.js';
+import { sweepStaleChannels } from './sandbox/fifo-channel.js';
 import { DEFAULT_IMAGE, ensureImage } from './sandbox/image.js';
 import { newRunId } from './sandbox/labels.js';
-import { sweepOrphans } from './sandbox/reaper.js';
 import { checkDaemonSettings } from './sandbox/preflight.js';
-import { setDockerTimeout } from './sandbox/deadline.js';
-import { sweepStaleChannels } from './sandbox/fifo-channel.js';
+import { sweepOrphans } from './sandbox/reaper.js';
 import type { Message, RunEvent, RunResult, WorkspaceReport } from './types.js';
-import { ApplyRefusedError } from './errors.js';
 import { applyChanges } from './workspace/apply-changes.js';
 import { CopyWorkspace } from './workspace/copy-workspace.js';
-import { join } from 'node:path';
 
 /**
  * One sandbox and one conversation: `run` a prompt, then another that sees
@@ -159,6 +160,7 @@ export class AgentSession {
         if (!(err instanceof ApplyRefusedError)) throw err;
         report.apply_refused = err.message;
       }
+      this.workspace.saveReport(report);
     }
     this.emit({ type: 'workspace', ...report });
     return report;
@@ -184,12 +186,6 @@ export class AgentSession {
     this.transcript?.write(event);
     this.onEvent(event);
   }
-}
-
-/** The invoking user's uid:gid, so files written to the task dir are theirs; undefined for root. */
-function invokingUser(): string | undefined {
-  const uid = process.getuid?.();
-  return uid !== undefined && uid !== 0 ? `${uid}:${process.getgid?.()}` : undefined;
 }
 
 function makeModel(o: ResolvedOptions, onWarning: (message: string) => void): Model {

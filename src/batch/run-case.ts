@@ -5,6 +5,7 @@ import type Docker from 'dockerode';
 import { errorMessage } from '../errors.js';
 import type { RateGate } from '../model/rate-gate.js';
 import { type RunOptions, resolveOptions } from '../options.js';
+import { invokingUser } from '../sandbox/container-spec.js';
 import { DEFAULT_IMAGE } from '../sandbox/image.js';
 import { AgentSession } from '../session.js';
 import { type CaseResult, type CaseSpec, type CheckResult, type RunEvent, type RunResult, emptyUsage } from '../types.js';
@@ -132,7 +133,7 @@ export async function runCase(spec: CaseSpec, attempt: number, ctx: CaseContext)
       network: resolved.network,
       runtime: resolved.runtime,
       fileSizeMax: resolved.workspaceMaxBytes,
-      user: process.getuid?.() ? `${process.getuid?.()}:${process.getgid?.()}` : undefined,
+      user: invokingUser(),
       timeoutSeconds: resolved.timeoutSeconds,
     });
   } catch (err) {

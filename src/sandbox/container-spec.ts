@@ -30,6 +30,12 @@ export interface ContainerSpec {
 
 export const SANDBOX_HOME = '/home/sandbox';
 
+/** The invoking user's uid:gid, so files written to the task dir are theirs; undefined for root. */
+export function invokingUser(): string | undefined {
+  const uid = process.getuid?.();
+  return uid !== undefined && uid !== 0 ? `${uid}:${process.getgid?.()}` : undefined;
+}
+
 /**
  * Docker create options for one call. `extraBinds` and `autoRemove` are the
  * only ways a warm container differs, and neither changes what the command sees

@@ -82,8 +82,13 @@ export class CopyWorkspace {
       task_dir_changed: taskDirChanged,
       applied: false,
     };
-    writeFileSync(join(dir, 'changes.json'), `${JSON.stringify(report, null, 2)}\n`);
+    this.saveReport(report);
     return report;
+  }
+
+  /** Write (or rewrite, after --apply) `changes.json`. */
+  saveReport(report: WorkspaceReport): void {
+    writeFileSync(join(report.out, 'changes.json'), `${JSON.stringify(report, null, 2)}\n`);
   }
 
   /** Remove the volume (and any helper left). Safe to call twice. */

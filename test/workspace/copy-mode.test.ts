@@ -107,9 +107,11 @@ describeDocker('--mount copy (real Docker)', () => {
   it('--apply brings the changes into the task dir; refused when the task dir changed meanwhile', T, async () => {
     const taskDir = project();
     fake.enqueue(bash("sed -i 's/v1/v3/' app.py && echo added > added.txt"), say('ok'));
-    const ok = await run(taskDir, join(mkdtempSync(join(tmpdir(), 'sandloop-out-')), 'r'), ['--apply']);
+    const okOut = join(mkdtempSync(join(tmpdir(), 'sandloop-out-')), 'r');
+    const ok = await run(taskDir, okOut, ['--apply']);
     expect(ok.code, ok.stderr).toBe(0);
     expect(JSON.parse(ok.stdout).workspace.applied).toBe(true);
+    expect(JSON.parse(readFileSync(join(okOut, 'changes.json'), 'utf8')).applied).toBe(true);
     expect(readFileSync(join(taskDir, 'app.py'), 'utf8')).toBe('print("v3")\n');
     expect(readFileSync(join(taskDir, 'added.txt'), 'utf8')).toBe('added\n');
 
