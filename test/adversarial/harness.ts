@@ -81,7 +81,9 @@ export function escapeRuntimes(): string[] {
 export function hostProcesses(pattern: string): string[] {
   try {
     return execFileSync('pgrep', ['-f', pattern], { encoding: 'utf8' }).split('\n').filter(Boolean);
-  } catch {
-    return [];
+  } catch (err) {
+    // pgrep exits 1 when nothing matches; anything else (pgrep missing) must not pass as "no process".
+    if ((err as { status?: number }).status === 1) return [];
+    throw err;
   }
 }
