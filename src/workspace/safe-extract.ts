@@ -1,5 +1,5 @@
 import { createWriteStream } from 'node:fs';
-import { chmod, link, lstat, mkdir, symlink, utimes } from 'node:fs/promises';
+import { chmod, link, lstat, mkdir, rm, symlink, utimes } from 'node:fs/promises';
 import { dirname, isAbsolute, normalize, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -30,6 +30,8 @@ export interface ExtractOptions {
  */
 export async function extractSafely(tar: Readable, dest: string, options: ExtractOptions): Promise<ExtractReport> {
   const root = resolve(dest);
+  // Always a fresh, empty directory: leftovers of an earlier run could be symlinks pointing anywhere.
+  await rm(root, { recursive: true, force: true });
   await mkdir(root, { recursive: true });
   const report: ExtractReport = { files: 0, bytes: 0, rejected: [] };
   const ex = extract();
@@ -62,7 +64,8 @@ export async function extractSafely(tar: Readable, dest: string, options: Extrac
           const size = header.size ?? 0;
           if (report.bytes + size > options.maxBytes) return skip(rel, `would pass --workspace-max (${options.maxBytes} bytes in total)`);
           await mkdir(dirname(target), { recursive: true });
-          await pipeline(stream, createWriteStream(target, { mode: (header.mode ?? 0o644) & 0o777 }));
+          // 'wx': never write through whatever is already at the path (a planted symlink, say).
+          await pipeline(stream, createWriteStream(target, { flags: 'wx', mode: (header.mode ?? 0o644) & 0o777 }));
           await chmod(target, (header.mode ?? 0o644) & 0o777);
           if (header.mtime) await utimes(target, header.mtime, header.mtime).catch(() => {});
           report.files++;
@@ -74,6 +77,10 @@ export async function extractSafely(tar: Readable, dest: string, options: Extrac
           const resolved = isAbsolute(link) ? undefined : resolve(dirname(target), link);
           if (!resolved || !(resolved === root || resolved.startsWith(root + sep))) {
             return skip(rel, `symlink to ${link} leaves the output directory`);
+          }
+          // `..` after a name could climb out through another symlink (`d/../..` where d is a link): only leading `..` is safe.
+          if (climbsAfterName(link)) {
+            return skip(rel, `symlink to ${link} has '..' after a name`);
           }
           await mkdir(dirname(target), { recursive: true });
           await symlink(link, target);
@@ -102,6 +109,17 @@ export async function extractSafely(tar: Readable, dest: string, options: Extrac
   });
   await pipeline(tar, ex);
   return report;
+}
+
+/** Does a link target use `..` after a name (`a/..`), where the name could itself be a symlink? */
+function climbsAfterName(link: string): boolean {
+  let named = false;
+  for (const part of link.split('/')) {
+    if (part === '' || part === '.') continue;
+    if (part === '..' && named) return true;
+    if (part !== '..') named = true;
+  }
+  return false;
 }
 
 function stripPrefix(name: string, prefix: string): string | undefined {

@@ -40,6 +40,10 @@ describe('extractSafely', () => {
         { name: 'workspace/dir-link', type: 'symlink', linkname: '.' },
         { name: 'workspace/dir-link/through.txt', body: 'x' },
         { name: 'workspace/big.bin', body: 'y'.repeat(2000) },
+        { name: 'workspace/a/b/c/', type: 'directory' },
+        { name: 'workspace/a/b/c/d', type: 'symlink', linkname: '../../..' },
+        { name: 'workspace/chain', type: 'symlink', linkname: 'a/b/c/d/../../../..' },
+        { name: 'workspace/up-ok', type: 'symlink', linkname: 'a/b' },
         { name: 'other/top.txt', body: 'x' },
       ]),
       dest,
@@ -61,6 +65,7 @@ describe('extractSafely', () => {
       'dir-link/through.txt': 'a parent directory is a symlink',
       'big.bin': 'would pass --workspace-max (1000 bytes in total)',
       'other/top.txt': 'outside the workspace directory of the archive',
+      chain: "symlink to a/b/c/d/../../../.. has '..' after a name",
     });
     for (const p of ['abs-link', 'rel-link', 'hard', 'dev', 'pipe', 'big.bin']) expect(existsSync(join(dest, p))).toBe(false);
     expect(existsSync(join(dest, '..', 'escape.txt'))).toBe(false);
