@@ -89,6 +89,8 @@ export interface RunOptions {
   replay?: string;
   /** `strict` (default): a request that differs from the recording fails with `replay_mismatch`. `lenient`: warn and go on. */
   replayMode?: string;
+  /** Host files that must never reach a container even when they are in the task dir (the CLI passes the .env it read). */
+  secretFiles?: string[];
 }
 
 /** Options after validation, with every default filled in. */

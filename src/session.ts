@@ -1,4 +1,5 @@
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { isAbsolute, join, relative, resolve } from 'node:path';
 import type Docker from 'dockerode';
 import { ApplyRefusedError } from './errors.js';
 import { runLoop } from './loop/agent-loop.js';
@@ -66,9 +67,21 @@ export class AgentSession {
     const progress = options.onProgress ?? (() => {});
     await ensureImage(docker, resolved.image, progress);
     const runId = options.runId ?? newRunId();
+    // A secrets file inside the task dir (the .env the API key came from) is left out of a copy and covered in a bind mount.
+    const secrets = (options.secretFiles ?? [])
+      .map((f) => relative(resolved.taskDir, resolve(f)))
+      .filter((rel) => rel !== '' && !rel.startsWith('..') && !isAbsolute(rel) && existsSync(join(resolved.taskDir, rel)));
     const workspace =
       resolved.mount === 'copy'
-        ? await CopyWorkspace.create({ docker, runId, taskDir: resolved.taskDir, image: resolved.image, excludes: resolved.exclude, gitignore: resolved.gitignore, progress })
+        ? await CopyWorkspace.create({
+            docker,
+            runId,
+            taskDir: resolved.taskDir,
+            image: resolved.image,
+            excludes: [...resolved.exclude, ...secrets.map((rel) => `/${rel}`)],
+            gitignore: resolved.gitignore,
+            progress,
+          })
         : undefined;
     const sandbox = new DockerSandbox({
       docker,
@@ -86,6 +99,7 @@ export class AgentSession {
       warm: resolved.warm,
       runtime: resolved.runtime,
       fileSizeMax: resolved.workspaceMaxBytes,
+      hidden: workspace ? [] : secrets.map((rel) => `/workspace/${rel}`),
       pool: { maxReady: Math.max(2, resolved.parallel) },
     });
     const signal = options.signal ?? new AbortController().signal;

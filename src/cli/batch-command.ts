@@ -5,7 +5,7 @@ import { type BatchSummary, runBatch } from '../batch/run-batch.js';
 import { ConfigError } from '../errors.js';
 import { setVerbose } from '../log.js';
 import { toJUnitXml } from '../report/junit.js';
-import { loadEnvironment } from './dotenv.js';
+import { dotEnvFile, loadEnvironment } from './dotenv.js';
 import { EXIT } from './exit-codes.js';
 import { type RunFlags, runOptionsFrom } from './run-options.js';
 import { terminalSafe } from './terminal-safe.js';
@@ -56,7 +56,7 @@ export async function batchCommand(args: BatchArgs): Promise<number> {
       resume: args.resume,
       maxCostUsd: args.maxCostUsd === undefined ? undefined : nonNegative(args.maxCostUsd, '--max-cost-usd'),
       prices: args.prices,
-      defaults: { ...runOptionsFrom(flags), mount: args.mount ?? 'copy', environment: loadEnvironment() },
+      defaults: { ...runOptionsFrom(flags), mount: args.mount ?? 'copy', environment: loadEnvironment(), secretFiles: [dotEnvFile()] },
       stop: stop.signal,
       kill: kill.signal,
       progress: (total, done) => createProgress(process.stderr, total, done),

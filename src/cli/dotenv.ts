@@ -8,6 +8,11 @@ import { ConfigError, errorMessage } from '../errors.js';
  * `.env` file of the current directory (as in the seed). It is never passed
  * into a container.
  */
+/** The .env file sandloop reads settings (and perhaps the API key) from: never to be shown to a container. */
+export function dotEnvFile(cwd = process.cwd()): string {
+  return join(cwd, '.env');
+}
+
 export function loadEnvironment(cwd = process.cwd()): Record<string, string | undefined> {
   let text: string;
   try {

@@ -3,7 +3,7 @@ import { ConfigError } from '../errors.js';
 import { setVerbose } from '../log.js';
 import { AgentSession } from '../session.js';
 import type { RunEvent, RunResult } from '../types.js';
-import { loadEnvironment } from './dotenv.js';
+import { dotEnvFile, loadEnvironment } from './dotenv.js';
 import { EXIT, exitCodeForResult } from './exit-codes.js';
 import { abortOnSignals } from './interrupt.js';
 import { type RunFlags, runOptionsFrom } from './run-options.js';
@@ -29,6 +29,7 @@ export async function runCommand(args: RunArgs): Promise<number> {
     const session = await AgentSession.open({
       ...runOptionsFrom(args),
       environment: loadEnvironment(),
+      secretFiles: [dotEnvFile()],
       signal: controller.signal,
       onEvent: eventSink(args),
       onProgress: args.quiet && !args.verbose ? () => {} : (line) => say(terminalSafe(line)),

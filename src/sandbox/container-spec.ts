@@ -26,6 +26,8 @@ export interface ContainerSpec {
   runtime?: string;
   /** Largest file any process may write, in bytes (RLIMIT_FSIZE): `--workspace-max`. */
   fileSizeMax?: number;
+  /** Paths under /workspace that the container must not read (a .env with the API key): an empty read-only file covers each. */
+  hidden?: string[];
 }
 
 export const SANDBOX_HOME = '/home/sandbox';
@@ -59,7 +61,7 @@ export function createOptions(
     AttachStderr: !extra.binds,
     NetworkDisabled: (spec.network ?? 'none') === 'none',
     HostConfig: {
-      Binds: [`${spec.workspace}:/workspace:${spec.readOnly ? 'ro' : 'rw'}`, ...(extra.binds ?? [])],
+      Binds: [`${spec.workspace}:/workspace:${spec.readOnly ? 'ro' : 'rw'}`, ...(spec.hidden ?? []).map((p) => `/dev/null:${p}:ro`), ...(extra.binds ?? [])],
       NetworkMode: spec.network ?? 'none',
       CapDrop: ['ALL'],
       SecurityOpt: ['no-new-privileges'],

@@ -108,6 +108,17 @@ describeDocker('sandloop run end to end (real SDK, fake server, real Docker)', (
     expect(events.at(-1)).toMatchObject({ type: 'result', status: 'completed', tool_calls: 4 });
   });
 
+  it('the .env that holds the API key never reaches the container, even inside the task dir', { timeout: 30_000 }, async () => {
+    writeFileSync(join(taskDir, '.env'), `ANTHROPIC_API_KEY=${API_KEY}\nANTHROPIC_BASE_URL=${fake.url}\n`);
+    fake.enqueue(bash('cat .env; wc -c < .env'), say('done'));
+    const run = await runCli(['run', '--quiet', 'read the env file'], { cwd: taskDir, cleanEnv: true });
+    expect(run.code, run.stderr).toBe(0);
+    const seen = toolResults(fake, 1)[0]!.content;
+    expect(seen).not.toContain(API_KEY);
+    expect(seen).toMatch(/^0$/m);
+    expect(readFileSync(join(taskDir, '.env'), 'utf8')).toContain(API_KEY);
+  });
+
   it('stream-json prints one event per line as the run happens; stdin prompt with -', { timeout: 30_000 }, async () => {
     fake.enqueue(bash('echo hi'), say('bye'));
     const run = await runCli(['run', '--task-dir', taskDir, '--output-format', 'stream-json', '-'], { env: env(), input: 'say hi\n' });
