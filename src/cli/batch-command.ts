@@ -38,9 +38,12 @@ export async function batchCommand(args: BatchArgs): Promise<number> {
     if (signals === 1) {
       say(`${signal}: starting no new case; running ones finish (Ctrl-C again to kill them)`);
       stop.abort();
-    } else {
-      say(`${signal} again: killing the running cases`);
+    } else if (signals === 2) {
+      say(`${signal} again: killing the running cases (a third time exits at once)`);
       kill.abort();
+    } else {
+      say(`${signal} a third time: exiting now; leftover containers carry the label sandloop.run (sandloop gc)`);
+      process.exit(EXIT.aborted);
     }
   };
   process.on('SIGINT', onSignal);

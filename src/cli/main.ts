@@ -16,6 +16,9 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+// A reader that went away (`| head -1`) must not crash us: the run command turns it into an abort.
+process.stdout.on('error', () => {});
 const code = await main(hideBin(process.argv));
 // Exit once stdout has drained; idle Docker and HTTP sockets must not keep us alive.
-process.stdout.write('', () => process.exit(code));
+if (process.stdout.destroyed || !process.stdout.writable) process.exit(code);
+else process.stdout.write('', () => process.exit(code));

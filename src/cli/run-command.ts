@@ -19,12 +19,24 @@ export interface RunArgs extends RunFlags {
 
 const say = (line: string) => process.stderr.write(`${line}\n`);
 
+let stdoutClosed = false;
+/** stdout, which may be a pipe the reader closed (`| head -1`): then nothing more is written to it. */
+const out = (text: string) => {
+  if (!stdoutClosed) process.stdout.write(text);
+};
+
 /** `sandloop run`: one prompt (or a REPL), then the exit code. */
 export async function runCommand(args: RunArgs): Promise<number> {
   setVerbose(args.verbose);
   const prompt = await promptFrom(args.prompt ?? []);
   const controller = new AbortController();
   const stopListening = abortOnSignals(controller, say);
+  // A closed stdout (EPIPE) ends the run like Ctrl-C, so cleanup still happens.
+  const onStdoutError = () => {
+    stdoutClosed = true;
+    controller.abort();
+  };
+  process.stdout.on('error', onStdoutError);
   try {
     const session = await AgentSession.open({
       ...runOptionsFrom(args),
@@ -51,6 +63,7 @@ export async function runCommand(args: RunArgs): Promise<number> {
     }
   } finally {
     stopListening();
+    process.stdout.off('error', onStdoutError);
   }
 }
 
@@ -70,17 +83,17 @@ async function promptFrom(words: string[]): Promise<string | undefined> {
 }
 
 function eventSink(args: RunArgs): (event: RunEvent) => void {
-  if (args.outputFormat === 'stream-json') return (event) => process.stdout.write(`${JSON.stringify(event)}\n`);
+  if (args.outputFormat === 'stream-json') return (event) => out(`${JSON.stringify(event)}\n`);
   if (args.outputFormat === 'json' || args.quiet) return () => {};
   return textRenderer(say, styleFor(process.stderr));
 }
 
 function report(args: RunArgs, result: RunResult): number {
   const { messages: _history, ...summary } = result;
-  if (args.outputFormat === 'json') process.stdout.write(`${JSON.stringify(summary)}\n`);
+  if (args.outputFormat === 'json') out(`${JSON.stringify(summary)}\n`);
   if (args.outputFormat === 'text' && result.result) {
     const answer = process.stdout.isTTY ? terminalSafe(result.result) : result.result;
-    process.stdout.write(answer.endsWith('\n') ? answer : `${answer}\n`);
+    out(answer.endsWith('\n') ? answer : `${answer}\n`);
   }
   return exitCodeForResult(result);
 }
@@ -99,7 +112,7 @@ async function repl(session: AgentSession, signal: AbortSignal): Promise<number>
       if (['exit', 'q', 'quit'].includes(prompt.toLowerCase())) break;
       if (prompt !== '') {
         const result = await session.run(prompt);
-        if (result.result) process.stdout.write(`${terminalSafe(result.result)}\n`);
+        if (result.result) out(`${terminalSafe(result.result)}\n`);
         if (result.status === 'aborted') return EXIT.aborted;
       }
       rl.prompt();

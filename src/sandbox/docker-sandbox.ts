@@ -56,7 +56,7 @@ export class DockerSandbox implements Sandbox {
     const started = Date.now();
     const out = new OutputCollector(this.options.maxOutput);
     const err = new OutputCollector(this.options.maxOutput);
-    const warm = await this.pool?.take();
+    const warm = await this.pool?.take(signal);
     let run: { id: string; outcome: Outcome } | undefined;
     if (warm) run = await this.execWarm(warm, command, timeoutSeconds, signal, out, err);
     run ??= await this.execCold(command, timeoutSeconds, signal, out, err);

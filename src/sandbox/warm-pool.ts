@@ -60,8 +60,8 @@ export class WarmPool {
    * A ready container, or one that is about to be; undefined when the pool
    * cannot provide one (then the caller runs the call cold).
    */
-  async take(): Promise<WarmContainer | undefined> {
-    if (this.closed) return undefined;
+  async take(signal?: AbortSignal): Promise<WarmContainer | undefined> {
+    if (this.closed || signal?.aborted) return undefined;
     const now = Date.now();
     this.takes.push(now);
     while (this.takes.length > 16) this.takes.shift();
@@ -69,7 +69,18 @@ export class WarmPool {
     this.fill();
     if (fresh) return fresh;
     if (this.starting === 0) return undefined;
-    return new Promise((resolve) => this.waiters.push(resolve));
+    return new Promise((resolve) => {
+      const waiter = (c: WarmContainer | undefined) => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve(c);
+      };
+      const onAbort = () => {
+        this.waiters.splice(this.waiters.indexOf(waiter), 1);
+        resolve(undefined);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.waiters.push(waiter);
+    });
   }
 
   /** Remove every container this pool holds, including ones still being prepared; pending takes get undefined. */
@@ -116,11 +127,12 @@ export class WarmPool {
         .catch((err) => {
           this.failures++;
           log(`could not prepare a warm container: ${errorMessage(err)}${this.failures >= 3 ? '; pool off, calls run cold' : ''}`);
-          if (this.failures >= 3 || this.starting === 1) for (const resolve of this.waiters.splice(0)) resolve(undefined);
         })
         .finally(() => {
           this.starting--;
           this.inFlight.delete(work);
+          // Waiters beyond the containers still coming run cold rather than wait for nothing.
+          while (this.waiters.length > this.starting) this.waiters.pop()!(undefined);
         });
       this.inFlight.add(work);
     }
