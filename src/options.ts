@@ -153,7 +153,7 @@ export function resolveOptions(o: RunOptions, defaultImage: string): ResolvedOpt
     baseURL: o.baseURL ?? nonEmpty(environment.ANTHROPIC_BASE_URL),
     maxTurns: positiveInt(o.maxTurns, 50, '--max-turns'),
     maxTokens: positiveInt(o.maxTokens, 8192, '--max-tokens'),
-    timeoutSeconds: positiveNumber(o.timeout, 120, '--timeout', ' of seconds'),
+    timeoutSeconds: atMost(positiveNumber(o.timeout, 120, '--timeout', ' of seconds'), MAX_TIMER_SECONDS, '--timeout'),
     maxOutput: positiveInt(o.maxOutput, 30_000, '--max-output'),
     network: network(o.network ?? 'none'),
     memoryBytes: parseSize(o.memory ?? '1g', '--memory', 6 * 1024 ** 2),
@@ -168,7 +168,7 @@ export function resolveOptions(o: RunOptions, defaultImage: string): ResolvedOpt
     warm: (o.warm ?? true) && o.runtime !== 'runsc',
     runtime: o.runtime === undefined ? undefined : runtime(o.runtime),
     workspaceMaxBytes: parseSize(o.workspaceMax ?? '1g', '--workspace-max', 1024 ** 2),
-    dockerTimeoutMs: positiveNumber(o.dockerTimeout, 30, '--docker-timeout', ' of seconds') * 1000,
+    dockerTimeoutMs: atMost(positiveNumber(o.dockerTimeout, 30, '--docker-timeout', ' of seconds'), MAX_TIMER_SECONDS, '--docker-timeout') * 1000,
     ...copyOptions(o),
     rateGate: o.rateGate,
     ...cassettes,
@@ -201,6 +201,14 @@ function positiveNumber(value: unknown, fallback: number, flag: string, unit = '
   if (typeof n !== 'number' || !Number.isFinite(n) || n <= 0) {
     throw new ConfigError(`${flag} must be a positive number${unit}, got ${quote(value)}`);
   }
+  return n;
+}
+
+/** Node timers overflow past 2^31-1 ms (about 24.8 days) and then fire at once. */
+const MAX_TIMER_SECONDS = Math.floor((2 ** 31 - 1) / 1000);
+
+function atMost(n: number, max: number, flag: string): number {
+  if (n > max) throw new ConfigError(`${flag} must be at most ${max} seconds, got ${n}`);
   return n;
 }
 

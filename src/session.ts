@@ -35,7 +35,6 @@ import { CopyWorkspace } from './workspace/copy-workspace.js';
  */
 export class AgentSession {
   readonly messages: Message[] = [];
-  private readonly transcript?: TranscriptWriter;
   private closed = false;
 
   private constructor(
@@ -46,10 +45,8 @@ export class AgentSession {
     private readonly workspace: CopyWorkspace | undefined,
     private readonly signal: AbortSignal,
     private readonly onEvent: (event: RunEvent) => void,
-    transcriptPath?: string,
-  ) {
-    if (transcriptPath) this.transcript = new TranscriptWriter(transcriptPath);
-  }
+    private readonly transcript?: TranscriptWriter,
+  ) {}
 
   /**
    * Validate options (ConfigError), find Docker (DockerUnavailableError), make
@@ -58,6 +55,8 @@ export class AgentSession {
    */
   static async open(options: RunOptions): Promise<AgentSession> {
     const resolved = resolveOptions(options, DEFAULT_IMAGE);
+    // Opened first: a path that cannot be written is a usage error before anything is created.
+    const transcript = options.transcript ? TranscriptWriter.open(options.transcript) : undefined;
     let warn = (_message: string) => {};
     const model = makeModel(resolved, (message) => warn(message));
     setDockerTimeout(resolved.dockerTimeoutMs);
@@ -103,7 +102,7 @@ export class AgentSession {
       pool: { maxReady: Math.max(2, resolved.parallel) },
     });
     const signal = options.signal ?? new AbortController().signal;
-    const session = new AgentSession(runId, resolved, model, sandbox, workspace, signal, options.onEvent ?? (() => {}), options.transcript);
+    const session = new AgentSession(runId, resolved, model, sandbox, workspace, signal, options.onEvent ?? (() => {}), transcript);
     warn = (message) => session.emit({ type: 'warning', turn: session.messages.filter((m) => m.role === 'assistant').length + 1, message });
     session.emit({
       type: 'system',

@@ -21,6 +21,7 @@ export async function runChecks(
   workspace: string,
   caseDir: string,
   settings: CheckSandboxSettings & { timeoutSeconds: number },
+  signal?: AbortSignal,
 ): Promise<CheckResult[]> {
   if (checks.length === 0) return [];
   const { timeoutSeconds, ...spec } = settings;
@@ -32,7 +33,8 @@ export async function runChecks(
     for (const [i, command] of checks.entries()) {
       let result: CheckResult;
       try {
-        const r = await sandbox.exec(command, { timeoutSeconds });
+        if (signal?.aborted) break;
+        const r = await sandbox.exec(command, { timeoutSeconds, signal });
         const output = [r.stdout, r.stderr].filter(Boolean).join(r.stdout.endsWith('\n') || !r.stdout ? '' : '\n');
         result = { command, exit_code: r.exitCode, passed: r.exitCode === 0 && !r.timedOut, output, duration_ms: r.durationMs, timed_out: r.timedOut };
       } catch (err) {

@@ -80,7 +80,8 @@ export async function runCase(spec: CaseSpec, attempt: number, ctx: CaseContext)
   });
 
   // The fixture is never mounted: `copy` fills a volume from it, `rw` binds a host copy of it.
-  const taskDir = options.mount === 'copy' ? (spec.fixture ?? mkdtempSync(join(tmpdir(), 'sandloop-empty-'))) : hostCopy(spec.fixture, join(caseDir, 'workspace'));
+  const empty = options.mount === 'copy' && !spec.fixture ? mkdtempSync(join(tmpdir(), 'sandloop-empty-')) : undefined;
+  const taskDir = options.mount === 'copy' ? (spec.fixture ?? empty!) : hostCopy(spec.fixture, join(caseDir, 'workspace'));
   let run: RunResult;
   let session: AgentSession | undefined;
   try {
@@ -101,6 +102,7 @@ export async function runCase(spec: CaseSpec, attempt: number, ctx: CaseContext)
     return failure('error', `infrastructure: ${errorMessage(err)}`);
   } finally {
     await session?.close().catch(() => {});
+    if (empty) rmSync(empty, { recursive: true, force: true });
   }
   if (run.status === 'aborted') return undefined;
 
@@ -135,10 +137,12 @@ export async function runCase(spec: CaseSpec, attempt: number, ctx: CaseContext)
       fileSizeMax: resolved.workspaceMaxBytes,
       user: invokingUser(),
       timeoutSeconds: resolved.timeoutSeconds,
-    });
+    }, ctx.signal);
   } catch (err) {
     return { ...summary, status: 'error', reason: `infrastructure: checks: ${errorMessage(err)}`, checks: [], duration_ms: Date.now() - started };
   }
+  // Killed by a second Ctrl-C while checking: not finished, so --resume runs it again.
+  if (ctx.signal.aborted) return undefined;
   const broken = checks.find((c) => c.exit_code === -1);
   if (broken) return { ...summary, status: 'error', reason: `infrastructure: ${broken.output}`, checks, duration_ms: Date.now() - started };
   const expect = spec.expect === undefined ? undefined : { pattern: spec.expect, matched: expectRegExp(spec.expect).test(run.result) };

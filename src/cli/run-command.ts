@@ -49,8 +49,9 @@ export async function runCommand(args: RunArgs): Promise<number> {
     try {
       if (prompt === undefined) {
         const code = await repl(session, controller.signal);
-        await session.finish();
-        return code;
+        const workspace = await session.finish();
+        if (workspace?.apply_refused) say(`sandloop: error: ${workspace.apply_refused}`);
+        return workspace?.apply_refused && code === EXIT.completed ? EXIT.failed : code;
       }
       const result = await session.run(prompt);
       const workspace = await session.finish();

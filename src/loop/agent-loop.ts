@@ -83,6 +83,8 @@ export async function runLoop(messages: Message[], options: LoopOptions): Promis
       );
     } catch (err) {
       calls.cancelAllBut([]);
+      // Let cancelled calls finish dying before the caller removes containers.
+      await calls.settled();
       if (err instanceof AbortedError || signal.aborted) return end('aborted');
       if (err instanceof ModelError && err.kind === 'replay_mismatch') return end('replay_mismatch', err);
       if (err instanceof ModelError && err.kind === 'prompt_too_long') {
@@ -166,6 +168,11 @@ class TurnCalls {
     for (const [id, call] of this.started) if (!ids.has(id)) call.cancel.abort();
     this.released = true;
     for (const { event, cancel } of this.held.splice(0)) this.options.onEvent(marked(event, cancel));
+  }
+
+  /** Every started call has ended (cancelled ones included). */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.started.values()].map((c) => c.result));
   }
 
   /** One tool_result per tool_use, same ids, in request order. */

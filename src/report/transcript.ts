@@ -1,4 +1,5 @@
 import { closeSync, openSync, writeSync } from 'node:fs';
+import { ConfigError, errorMessage } from '../errors.js';
 import type { RunEvent } from '../types.js';
 
 /**
@@ -10,6 +11,15 @@ export class TranscriptWriter {
 
   constructor(readonly path: string) {
     this.fd = openSync(path, 'a');
+  }
+
+  /** Open for appending, or a ConfigError naming the path. */
+  static open(path: string): TranscriptWriter {
+    try {
+      return new TranscriptWriter(path);
+    } catch (err) {
+      throw new ConfigError(`--transcript ${path}: ${errorMessage(err)}`);
+    }
   }
 
   write(event: RunEvent): void {
