@@ -48,4 +48,19 @@ describeDocker('cleanup that survives a kill -9', () => {
     expect(gc.stdout).toContain(`removed container ${left[0]!.slice(0, 12)} run ${runId}`);
     expect(sandloopContainers(runId)).toEqual([]);
   });
+
+  it('a reader that closes stdout early (| head -1) ends the run with cleanup, not a crash', { timeout: 60_000 }, async () => {
+    const taskDir = mkdtempSync(join(tmpdir(), 'sandloop-epipe-'));
+    let runId = '';
+    const run = await runCli(['run', '--task-dir', taskDir, '--model', `scripted:${script([bash('echo one'), bash('sleep 5'), { content: [{ type: 'text', text: 'x' }] }])}`, '--output-format', 'stream-json', 'x'], {
+      onSpawn: (child) =>
+        child.stdout!.once('data', (d: Buffer) => {
+          runId = (JSON.parse(d.toString().split('\n')[0]!) as { run_id: string }).run_id;
+          child.stdout!.destroy();
+        }),
+    });
+    expect(run.code).toBe(130);
+    expect(run.stderr).not.toMatch(/EPIPE|Unhandled|at .*\.js:\d+/);
+    expect(sandloopContainers(runId)).toEqual([]);
+  });
 });
