@@ -76,12 +76,15 @@ async function ensureBaseImage(docker: Docker, base: string, options: BuildImage
   await bootstrapBaseImage(docker, base, progress, options.mirror);
 }
 
+/** The lines of a build worth showing when the user did not ask for a build. */
+const MILESTONE = /^(Step \d+\/\d+|Successfully (built|tagged)|pulling|cannot pull|bootstrapping|importing|imported|building|built|I: Base system installed)/;
+
 /** Make sure `image` exists; build it (saying so) when it is the default image and missing. */
 export async function ensureImage(docker: Docker, image: string, progress: Progress): Promise<void> {
   if (await hasImage(docker, image)) return;
   if (image !== DEFAULT_IMAGE) {
     throw new ConfigError(`--image ${image} does not exist; build it with \`sandloop image build --image ${image}\` or pull it`);
   }
-  progress(`the sandbox image ${image} is missing; building it now (once)...`);
-  await buildSandboxImage(docker, { tag: image, progress });
+  progress(`the sandbox image ${image} is missing; building it now (once, about a minute; \`sandloop image build\` shows every line)...`);
+  await buildSandboxImage(docker, { tag: image, progress: (line) => MILESTONE.test(line) && progress(line) });
 }
