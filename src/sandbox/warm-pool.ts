@@ -133,6 +133,8 @@ export class WarmPool {
           this.inFlight.delete(work);
           // Waiters beyond the containers still coming run cold rather than wait for nothing.
           while (this.waiters.length > this.starting) this.waiters.pop()!(undefined);
+          // A container handed straight to a waiter leaves the pool short of its target.
+          if (!this.closed) this.fill();
         });
       this.inFlight.add(work);
     }

@@ -106,6 +106,17 @@ describeDocker('sandloop batch (real Docker, checks in containers)', () => {
     expect(failing.code).toBe(1);
   });
 
+  it('--filter keeps the cases named or tagged so', T, async () => {
+    const suite = mkdtempSync(join(tmpdir(), 'sandloop-filter-'));
+    md(suite, 'alpha', { tags: ['smoke'], model: script(suite, 'alpha', [say('a')]) });
+    md(suite, 'beta', { tags: ['slow'], model: script(suite, 'beta', [say('b')]) });
+    md(suite, 'smoke-named', { model: script(suite, 'smoke-named', [say('c')]) });
+    const out = join(suite, 'r');
+    const run = await runCli(['batch', suite, '--out', out, '--filter', 'smoke'], { cwd: suite });
+    expect(run.code, run.stderr).toBe(0);
+    expect(results(out).map((r) => r.name).sort()).toEqual(['alpha', 'smoke-named']);
+  });
+
   it('-j 4 keeps four episodes in flight at once', T, async () => {
     const suite = mkdtempSync(join(tmpdir(), 'sandloop-j4-'));
     for (let i = 1; i <= 4; i++) {

@@ -36,3 +36,20 @@ it('an abort releases a waiting take', async () => {
   controller.abort();
   await expect(pending).resolves.toBeUndefined();
 });
+
+it('keeps two ready, and more after several calls in one turn', async () => {
+  let creates = 0;
+  const docker = {
+    createContainer: async () => ({ id: `c${++creates}`, start: async () => {}, wait: () => new Promise(() => {}) }),
+    getContainer: () => ({ remove: async () => {} }),
+  } as unknown as Docker;
+  const pool = new WarmPool({ docker, spec, minReady: 2, maxReady: 4 });
+  pool.warm();
+  await new Promise((r) => setTimeout(r, 100));
+  expect(creates).toBe(2);
+  // Three calls in one turn: demand is three, plus one ahead.
+  await Promise.all([pool.take(), pool.take(), pool.take()]);
+  await new Promise((r) => setTimeout(r, 100));
+  expect(creates - 3).toBe(4);
+  await pool.close();
+});
