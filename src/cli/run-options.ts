@@ -3,7 +3,7 @@ import type { RunOptions } from '../options.js';
 
 /** The flags of `run`: the agent flags plus the task dir, workspace and output flags. */
 export function withRunFlags<T>(y: Argv<T>) {
-  return withAgentFlags(y.option('task-dir', { type: 'string', describe: 'Directory mounted read-write at /workspace', defaultDescription: 'current directory' }))
+  return withAgentFlags(y.option('task-dir', { type: 'string', describe: 'The task directory, which becomes /workspace (see --mount)', defaultDescription: 'current directory' }))
     .option('mount', { choices: ['rw', 'ro', 'copy'] as const, describe: 'How the task dir reaches /workspace: rw bind, ro bind, or copy into a volume (the host dir is never touched)', defaultDescription: 'rw' })
     .option('out', { type: 'string', describe: 'copy: where the result goes (workspace/, changes.patch, changes.json)', defaultDescription: 'sandloop-results/<run id>' })
     .option('apply', { type: 'boolean', default: false, describe: 'copy: apply the changes to the task dir after the run (refused if it changed meanwhile)' })
